@@ -1,0 +1,84 @@
+"""The one small interface every runtime backend implements.
+
+A backend knows how to turn a code object into a callable function and launch it with a packed
+kernarg buffer on a stream. It knows nothing about fp8_mqa_logits: the dispatch layer chooses the
+kernel symbol, grid, block and kernarg bytes; the backend only executes them.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class DeviceAllocation:
+    """Device memory owned by a backend; ``free()`` releases it (idempotent)."""
+
+    ptr: int
+    nbytes: int
+    backend: "Backend"
+
+    def free(self) -> None:
+        self.backend.free(self)
+
+
+@dataclass(frozen=True)
+class BufferSpan:
+    """A span of device memory a launch may touch: [ptr, ptr + nbytes).
+
+    GPU backends ignore these; the emulator backend registers them so that every access
+    outside them is reported (memcheck). ``writable`` False marks inputs.
+    """
+
+    ptr: int
+    nbytes: int
+    writable: bool = False
+
+
+class Backend(ABC):
+    """load module -> get function -> launch; plus allocate and synchronize."""
+
+    #: short name used in ``device=`` arguments and tables: "hip", "cuda", "emulator"
+    name: str = ""
+    #: DLPack device type this backend executes on (kDLCPU=1, kDLCUDA=2, kDLROCM=10)
+    dlpack_device_type: int = 0
+    #: target architecture of the code objects this backend loads, e.g. "gfx950", "sm_90a"
+    arch: str = ""
+
+    @abstractmethod
+    def load_module(self, image: bytes) -> Any:
+        """Load a code object (bytes) and return an opaque module handle."""
+
+    @abstractmethod
+    def get_function(self, module: Any, name: str) -> Any:
+        """Return an opaque function handle for kernel symbol ``name`` in ``module``."""
+
+    @abstractmethod
+    def launch(
+        self,
+        function: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        kernargs: bytes,
+        stream: int = 0,
+        buffers: Sequence[BufferSpan] = (),
+        shared_mem: int = 0,
+    ) -> None:
+        """Enqueue one launch of ``function`` with an already packed kernarg buffer."""
+
+    @abstractmethod
+    def synchronize(self, stream: int = 0) -> None:
+        """Block until all work on ``stream`` is done."""
+
+    @abstractmethod
+    def alloc(self, nbytes: int) -> DeviceAllocation:
+        """Allocate ``nbytes`` of device memory."""
+
+    @abstractmethod
+    def free(self, allocation: DeviceAllocation) -> None:
+        """Release memory from :meth:`alloc`."""
+
+    @abstractmethod
+    def compute_units(self, device_id: int = 0) -> int:
+        """Number of CUs / SMs of the device (drives the SplitN heuristic)."""
