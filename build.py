@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Build the gfx950 code object of fp8_mqa_logits and its manifest.
+
+    python build.py [--out build]
+
+Toolchain: ``hipcc`` when it is on PATH (a ROCm machine); otherwise clang 22 from the pinned
+``ziglang`` PyPI package, which carries the AMDGPU backend and lld. Same source, same flags.
+Outputs under ``build/``:
+
+* ``fp8_mqa_logits.gfx950.hsaco`` -- the code object, one symbol per variant
+* ``fp8_mqa_logits.gfx950.s``     -- the assembly of that same compile (-save-temps)
+* ``manifest.json``               -- per symbol: template parameters, kernarg layout, launch bounds
+  and the resources read back from the code object's own metadata.
+
+The Makefile calls this only when the kernel source or this file changed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+KERNEL_SOURCE = ROOT / "kernels" / "fp8_mqa_logits.hip"
+ARCH = "gfx950"
+ZIGLANG_PIN = "ziglang==0.17.1"
+
+# Common flags; -fno-honor-nans makes ReLU a single v_max_f32 (the seed measured the IEEE
+# canonicalize it otherwise needs at ~27% of the kernel's VALU).
+HIP_FLAGS = [
+    "-x", "hip", f"--offload-arch={ARCH}", "--offload-device-only", "--no-gpu-bundle-output",
+    "-nogpulib", "-nogpuinc", "-O3", "-std=c++17", "-fno-honor-nans",
+]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One template instantiation of the gfx950 kernel."""
+
+    heads: int
+    head_dim: int
+    block_m: int
+    unroll: int
+
+    @property
+    def symbol(self) -> str:
+        return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_u{self.unroll}"
+
+
+# Which BLOCK_M fit without spilling: Q (H*D/256 VGPRs per row) and the per-lane weights (H/2 per row)
+# stay in registers for the whole block, so the largest BLOCK_M shrinks as H*D grows.
+MAX_BLOCK_M = {(32, 64): 7, (32, 128): 4, (64, 64): 3, (64, 128): 2, (128, 64): 2, (128, 128): 1}
+VARIANTS: list[Variant] = [
+    Variant(h, d, bm, u)
+    for (h, d), max_bm in MAX_BLOCK_M.items()
+    for bm in range(1, max_bm + 1)
+    for u in (1, 2)
+]
+
+# Explicit kernel arguments, in order (must match INSTANTIATE in the source). The manifest takes the
+# offsets and sizes from the code object and checks them against these names and sizes.
+KERNEL_ARGS = [
+    ("q", 8), ("k", 8), ("kv_scale", 8), ("weights", 8), ("cu_seqlen_ks", 8), ("cu_seqlen_ke", 8),
+    ("out", 8), ("out_row_stride", 8), ("M", 4), ("N", 4), ("split_n", 4), ("num_warps", 4), ("flags", 4),
+]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Toolchain
+# ---------------------------------------------------------------------------------------------------
+def _ensure_ziglang() -> None:
+    try:
+        import ziglang  # noqa: F401
+    except ImportError:
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", ZIGLANG_PIN])
+
+
+def _lld_shim(tool_dir: Path) -> Path:
+    """clang's HIP driver calls `lld -flavor gnu ...`; ziglang ships it as `python -m ziglang ld.lld`."""
+    tool_dir.mkdir(parents=True, exist_ok=True)
+    shim = tool_dir / "lld"
+    text = f'#!/bin/sh\nif [ "$1" = "-flavor" ]; then shift 2; fi\nexec "{sys.executable}" -m ziglang ld.lld "$@"\n'
+    if not shim.exists() or shim.read_text() != text:
+        shim.write_text(text)
+        shim.chmod(shim.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return tool_dir
+
+
+def toolchain(tool_dir: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """(compiler command prefix, environment). hipcc if present, else the ziglang clang."""
+    env = dict(os.environ)
+    hipcc = shutil.which("hipcc")
+    if hipcc and not os.environ.get("RAWINDEXER_FORCE_ZIGLANG"):
+        return [hipcc], env
+    _ensure_ziglang()
+    shim_dir = _lld_shim(tool_dir or ROOT / "build" / "toolchain")
+    env["PATH"] = f"{shim_dir}{os.pathsep}{env.get('PATH', '')}"
+    return [sys.executable, "-m", "ziglang", "clang"], env
+
+
+def compile_hip(source: Path, out: Path, defines: list[str] = (), asm: Path | None = None,
+                extra_flags: list[str] = ()) -> None:
+    """Compile one HIP source to a gfx950 code object ``out`` (and its assembly ``asm``)."""
+    cc, env = toolchain()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="rawindexer-build-") as tmp:
+        cmd = [*cc, *HIP_FLAGS, *extra_flags, *[f"-D{d}" for d in defines],
+               f"-save-temps={'obj'}", "-o", str(Path(tmp) / out.name), str(source)]
+        subprocess.run(cmd, check=True, env=env, cwd=tmp)
+        shutil.move(str(Path(tmp) / out.name), out)
+        if asm is not None:
+            (s_file,) = Path(tmp).glob(f"*{ARCH}*.s")
+            shutil.move(str(s_file), asm)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Manifest
+# ---------------------------------------------------------------------------------------------------
+def waves_per_simd(vgprs: int, agprs: int, accum_offset: int) -> int:
+    """Occupancy limit from the unified 512-entry register file of gfx90a+ (granule 8)."""
+    total = (accum_offset + agprs) if agprs else vgprs
+    total = max(8, -(-total // 8) * 8)
+    return min(8, 512 // total)
+
+
+def manifest_entry(variant: Variant, kernel) -> dict:
+    meta = kernel.metadata
+    args = kernel.args
+    if len(args) != len(KERNEL_ARGS) or any(a[".size"] != size for a, (_, size) in zip(args, KERNEL_ARGS)):
+        raise RuntimeError(f"{variant.symbol}: kernarg layout in the code object does not match KERNEL_ARGS")
+    vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
+    return {
+        "params": {"heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m,
+                   "unroll": variant.unroll},
+        "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(KERNEL_ARGS, args)],
+        "kernarg_size": meta[".kernarg_segment_size"],
+        "kernarg_align": meta[".kernarg_segment_align"],
+        "max_flat_workgroup_size": meta[".max_flat_workgroup_size"],
+        "wavefront_size": meta[".wavefront_size"],
+        "resources": {
+            "vgpr": vgpr, "agpr": agpr, "sgpr": meta[".sgpr_count"],
+            "vgpr_spill": meta.get(".vgpr_spill_count", 0), "sgpr_spill": meta.get(".sgpr_spill_count", 0),
+            "lds": meta[".group_segment_fixed_size"], "scratch": meta[".private_segment_fixed_size"],
+            "waves_per_simd": waves_per_simd(vgpr, agpr, kernel.descriptor.accum_offset),
+        },
+    }
+
+
+def build(out_dir: Path, variants: list[Variant] = VARIANTS) -> Path:
+    sys.path.insert(0, str(ROOT))
+    from rawindexer.codeobject import CodeObject
+
+    hsaco = out_dir / f"fp8_mqa_logits.{ARCH}.hsaco"
+    asm = out_dir / f"fp8_mqa_logits.{ARCH}.s"
+    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.unroll})" for v in variants)
+    compile_hip(KERNEL_SOURCE, hsaco, defines=[f"VARIANTS(X)={table}"], asm=asm)
+
+    co = CodeObject(hsaco.read_bytes())
+    target = {
+        "code_object": hsaco.name,
+        "assembly": asm.name,
+        "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN,
+        "flags": HIP_FLAGS,
+        "kernels": {v.symbol: manifest_entry(v, co.kernels[v.symbol]) for v in variants},
+    }
+    return write_manifest(out_dir, ARCH, target)
+
+
+def write_manifest(out_dir: Path, arch: str, target: dict) -> Path:
+    """Merge one target's entry into build/manifest.json: {"targets": {arch: {...}}}."""
+    path = out_dir / "manifest.json"
+    manifest = json.loads(path.read_text()) if path.exists() else {}
+    manifest.setdefault("targets", {})[arch] = target
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=ROOT / "build")
+    args = parser.parse_args()
+    path = build(args.out)
+    kernels = json.loads(path.read_text())["targets"][ARCH]["kernels"]
+    print(f"built {len(kernels)} gfx950 kernels -> {path.parent}")
+    for name, k in kernels.items():
+        r = k["resources"]
+        print(f"  {name:34s} vgpr={r['vgpr']:3d} agpr={r['agpr']:3d} sgpr={r['sgpr']:3d} "
+              f"spill={r['vgpr_spill'] + r['sgpr_spill']} scratch={r['scratch']} waves/simd={r['waves_per_simd']}")
+
+
+if __name__ == "__main__":
+    main()
