@@ -1,0 +1,105 @@
+"""Host side of kernels/fp8_mqa_logits.hip on gfx950: variant choice, launch geometry, kernargs."""
+from __future__ import annotations
+
+from .base import KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
+
+TILE_N = 32          # tokens per MFMA tile
+WAVE = 64
+MAX_WARPS = 8        # amdgpu_flat_work_group_size(64, 512)
+MAX_SPLIT_N = 1024
+MAX_GRID_Y = 65535
+FLAG_CLEAN_LOGITS = 1
+FLAG_REVERSE_ROWS = 2
+
+
+class Gfx950Family(KernelFamily):
+    arch = "gfx950"
+
+    # ---- what is built ----
+    def variants(self, heads: int, head_dim: int) -> dict[tuple[int, int], dict]:
+        """{(block_m, unroll): manifest entry} of the built variants serving (heads, head_dim)."""
+        out = {}
+        for symbol, entry in self.target["kernels"].items():
+            p = entry["params"]
+            if p["heads"] == heads and p["head_dim"] == head_dim:
+                out[(p["block_m"], p["unroll"])] = {**entry, "symbol": symbol}
+        return out
+
+    def is_supported(self, heads: int, head_dim: int) -> bool:
+        return bool(self.variants(heads, head_dim))
+
+    # ---- the host heuristic ----
+    def default_block_m(self, variants: dict) -> int:
+        """The largest power-of-two BLOCK_M that still runs >= 2 waves per SIMD without spilling.
+
+        BLOCK_M rows amortise one K read, but their Q tiles and weights live in registers, so the
+        register file decides: at H=32, D=128 that is the seed's BLOCK_M=4 (194 VGPRs, 2 waves).
+        Odd BLOCK_M waste half of the last paired-row reduce, so they are never the default.
+        """
+        ok = [bm for (bm, u), e in variants.items()
+              if u == 1 and bm & (bm - 1) == 0 and e["resources"]["waves_per_simd"] >= 2
+              and e["resources"]["vgpr_spill"] == 0 and e["resources"]["scratch"] == 0]
+        return max(ok) if ok else min(bm for bm, _ in variants)
+
+    def choose(self, problem: Problem, tunables: Tunables, compute_units: int) -> dict:
+        """Resolve every tunable the caller left at 0 / None. The rules, after the seed:
+
+        * block_m: :meth:`default_block_m`.
+        * num_warps (warps split the tile range, each an independent K stream): 1 below 1024 keys,
+          2 below 4096, else 4 -- enough tiles per warp to keep its loads ahead of its MFMAs.
+        * split_n: enough blocks for two per CU when the row grid alone cannot fill the device
+          (small M, long N: (128, 32768) is the seed's biggest win), but never so many that a
+          split has fewer than two tiles per warp.
+        * unroll2: when each warp walks at least 8 tiles, two tiles in flight hide more latency.
+        * reverse_rows: for N > 2048, where causal rows grow long enough that dispatching the
+          high-m blocks first shortens the tail (+6% at 4096^2 in the seed, neutral elsewhere).
+        The square short-KV shapes the seed lost on ((1024|4096|8192)^2) get the same rules: there the
+        row grid is large (>= 256 blocks) so split_n stays 1 and num_warps follows N.
+        """
+        variants = self.variants(problem.heads, problem.head_dim)
+        block_m = tunables.block_m or self.default_block_m(variants)
+        num_warps = tunables.num_warps or (1 if problem.N < 1024 else 2 if problem.N < 4096 else 4)
+        row_blocks = -(-problem.M // block_m)
+        tiles = -(-problem.N // TILE_N)
+        if tunables.split_n:
+            split_n = tunables.split_n
+        else:
+            want = -(-2 * compute_units // row_blocks)
+            split_n = max(1, min(want, tiles // (2 * num_warps), MAX_SPLIT_N))
+        tiles_per_warp = tiles / (split_n * num_warps)
+        unroll2 = tunables.unroll2 if tunables.unroll2 is not None else tiles_per_warp >= 8
+        reverse = tunables.reverse_rows if tunables.reverse_rows is not None else problem.N > 2048
+        return {"block_m": block_m, "num_warps": num_warps, "split_n": split_n,
+                "unroll2": bool(unroll2), "reverse_rows": bool(reverse)}
+
+    def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
+        variants = self.variants(problem.heads, problem.head_dim)
+        if not variants:
+            raise ValueError(f"(num_heads, head_dim): no gfx950 kernel for ({problem.heads}, {problem.head_dim}); "
+                             f"built: {sorted(self.supported_shapes())}")
+        if tunables.block_m and (tunables.block_m, 1) not in variants:
+            raise ValueError(f"block_m: expected 0 (heuristic) or one of {sorted({bm for bm, _ in variants})} for "
+                             f"heads={problem.heads}, head_dim={problem.head_dim}, got {tunables.block_m}")
+        if not 0 <= tunables.num_warps <= MAX_WARPS:
+            raise ValueError(f"num_warps: expected 0 (heuristic) or 1..{MAX_WARPS}, got {tunables.num_warps}")
+        if not 0 <= tunables.split_n <= MAX_SPLIT_N:
+            raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {tunables.split_n}")
+        cfg = self.choose(problem, tunables, compute_units)
+        entry = variants[(cfg["block_m"], 2 if cfg["unroll2"] else 1)]
+        flags = (FLAG_CLEAN_LOGITS if problem.clean_logits else 0) | (FLAG_REVERSE_ROWS if cfg["reverse_rows"] else 0)
+        values = {
+            "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
+            "cu_seqlen_ks": pointers.cu_seqlen_ks, "cu_seqlen_ke": pointers.cu_seqlen_ke, "out": pointers.out,
+            "out_row_stride": problem.out_row_stride, "M": problem.M, "N": problem.N,
+            "split_n": cfg["split_n"], "num_warps": cfg["num_warps"], "flags": flags,
+        }
+        return LaunchPlan(
+            symbol=entry["symbol"],
+            grid=(-(-problem.M // cfg["block_m"]), cfg["split_n"], 1),
+            block=(WAVE * cfg["num_warps"], 1, 1),
+            kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
+            config=cfg,
+        )
+
+    def supported_shapes(self) -> set[tuple[int, int]]:
+        return {(e["params"]["heads"], e["params"]["head_dim"]) for e in self.target["kernels"].values()}
