@@ -6,6 +6,7 @@ kernel symbol, grid, block and kernarg bytes; the backend only executes them.
 """
 from __future__ import annotations
 
+import ctypes
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -82,3 +83,23 @@ class Backend(ABC):
     @abstractmethod
     def compute_units(self, device_id: int = 0) -> int:
         """Number of CUs / SMs of the device (drives the SplitN heuristic)."""
+
+    # Host <-> device copies for hosts without a framework (run.py, embedding). Backends whose device
+    # memory is host memory (the emulator) inherit these; GPU backends override them.
+    def copy_from_host(self, dst_ptr: int, src: "np.ndarray") -> None:
+        """Copy the bytes of a contiguous host array to device address ``dst_ptr`` (synchronous)."""
+        self._require_host_memory()
+        ctypes.memmove(dst_ptr, src.ctypes.data, src.nbytes)
+
+    def copy_to_host(self, dst: "np.ndarray", src_ptr: int) -> None:
+        """Copy ``dst.nbytes`` bytes from device address ``src_ptr`` into a contiguous host array."""
+        self._require_host_memory()
+        ctypes.memmove(dst.ctypes.data, src_ptr, dst.nbytes)
+
+    def device_count(self) -> int:
+        """Devices this backend can run on (the emulator: one)."""
+        return 1 if self.dlpack_device_type == 1 else 0
+
+    def _require_host_memory(self) -> None:
+        if self.dlpack_device_type != 1:
+            raise NotImplementedError(f"{self.name}: host copies are not implemented for this backend")

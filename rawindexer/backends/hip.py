@@ -89,6 +89,17 @@ class HipBackend(Backend):
     def free(self, allocation: DeviceAllocation) -> None:
         self._check(self.hip.hipFree(allocation.ptr), "hipFree")
 
+    def copy_from_host(self, dst_ptr: int, src) -> None:
+        kind = self.hip.hipMemcpyKind.hipMemcpyHostToDevice
+        self._check(self.hip.hipMemcpy(dst_ptr, src.ctypes.data, src.nbytes, kind), "hipMemcpy(HostToDevice)")
+
+    def copy_to_host(self, dst, src_ptr: int) -> None:
+        kind = self.hip.hipMemcpyKind.hipMemcpyDeviceToHost
+        self._check(self.hip.hipMemcpy(dst.ctypes.data, src_ptr, dst.nbytes, kind), "hipMemcpy(DeviceToHost)")
+
+    def device_count(self) -> int:
+        return int(self._check(self.hip.hipGetDeviceCount(), "hipGetDeviceCount"))
+
     def compute_units(self, device_id: int = 0) -> int:
         attr = self.hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount
         return int(self._check(self.hip.hipDeviceGetAttribute(attr, device_id), "hipDeviceGetAttribute"))
