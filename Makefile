@@ -29,3 +29,15 @@ test-fast: all install-test
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- sm_90a (Hopper) CUDA twin ------------------------------------------------------------------------
+# Built only where nvcc is on PATH; without it `make` builds gfx950 alone and still succeeds. The cubin
+# waits for the gfx950 rule (order-only) because both merge their target into build/manifest.json.
+NVCC  := $(shell command -v nvcc 2>/dev/null)
+CUBIN := $(BUILD)/fp8_mqa_logits.sm90a.cubin
+ifneq ($(NVCC),)
+all: $(CUBIN)
+endif
+
+$(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
+	$(PYTHON) build.py --out $(BUILD) --target sm_90a

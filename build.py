@@ -182,10 +182,178 @@ def write_manifest(out_dir: Path, arch: str, target: dict) -> Path:
     return path
 
 
+# ===================================================================================================
+# sm_90a (Hopper) -- the CUDA twin, kernels/fp8_mqa_logits_sm90.cu. Separate from the gfx950 code above:
+# built by `python build.py --target sm_90a` (the Makefile does so only when nvcc is on PATH).
+# Outputs: build/fp8_mqa_logits.sm90a.cubin, build/fp8_mqa_logits.sm90a.ptxas.txt (the -Xptxas -v
+# report) and the manifest's "sm_90a" target. Kernarg offsets and sizes are read back from the cubin's
+# .nv.info (EIATTR_KPARAM_INFO), registers / spills / stack / shared memory from ptxas -v.
+# ===================================================================================================
+SM90_ARCH = "sm_90a"
+SM90_SOURCE = ROOT / "kernels" / "fp8_mqa_logits_sm90.cu"
+SM90_CUBIN = "fp8_mqa_logits.sm90a.cubin"
+SM90_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v"]
+SM90_MAX_THREADS = 256  # __launch_bounds__ in the source
+
+
+@dataclass(frozen=True)
+class Sm90Variant:
+    """One instantiation of the sm_90a kernel. impl "wg" = wgmma path, "mma" = mma.sync path."""
+
+    heads: int
+    head_dim: int
+    block_m: int
+    impl: str
+
+    @property
+    def symbol(self) -> str:
+        return f"fp8_mqa_logits_sm90_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.impl}"
+
+
+# wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync path keeps Q in 48 KB of static shared
+# memory and uses BLOCK_M * heads = 256.
+SM90_VARIANTS: list[Sm90Variant] = [
+    Sm90Variant(h, d, bm, "wg") for h in (32, 64, 128) for d in (64, 128) for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)
+] + [Sm90Variant(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
+
+
+def nvcc_path() -> str | None:
+    return shutil.which("nvcc")
+
+
+def parse_ptxas_report(text: str) -> dict[str, dict]:
+    """Per kernel: registers, spill stores/loads, stack frame and static shared memory from -Xptxas -v."""
+    import re
+
+    out: dict[str, dict] = {}
+    current = None
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            current = out.setdefault(m.group(1), {})
+            continue
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            current.update(stack_frame=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            current["registers"] = int(m.group(1))
+            sm = re.search(r"(\d+) bytes smem", line)
+            current["smem"] = int(sm.group(1)) if sm else 0
+            lm = re.search(r"(\d+) bytes lmem", line)
+            current["lmem"] = int(lm.group(1)) if lm else 0
+    return out
+
+
+def cubin_kernel_params(image: bytes) -> dict[str, dict]:
+    """Per kernel symbol: {"args": [(offset, size) by ordinal], "kernarg_size"} from the ELF's .nv.info.<sym>."""
+    import struct
+
+    shoff = struct.unpack_from("<Q", image, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", image, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
+    strtab = sections[shstrndx][4]
+
+    def name_of(off: int) -> str:
+        end = image.index(b"\0", strtab + off)
+        return image[strtab + off:end].decode()
+
+    EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
+    EIATTR_KPARAM_INFO, EIATTR_PARAM_CBANK = 0x17, 0x0A
+    result: dict[str, dict] = {}
+    for sh in sections:
+        name = name_of(sh[0])
+        if not name.startswith(".nv.info."):
+            continue
+        sym, off, size = name[len(".nv.info."):], sh[4], sh[5]
+        params: dict[int, tuple[int, int]] = {}
+        total = None
+        p = off
+        while p < off + size:
+            fmt, attr = image[p], image[p + 1]
+            if fmt == EIFMT_SVAL:
+                n = struct.unpack_from("<H", image, p + 2)[0]
+                val, p = image[p + 4:p + 4 + n], p + 4 + n
+            elif fmt == EIFMT_HVAL:
+                val, p = image[p + 2:p + 4], p + 4
+            elif fmt == EIFMT_BVAL:
+                val, p = image[p + 2:p + 4], p + 4
+            else:
+                val, p = b"", p + 2
+            if attr == EIATTR_KPARAM_INFO:
+                _, ordinal, offset, flags = struct.unpack("<IHHI", val)
+                params[ordinal] = (offset, (flags >> 18) & 0x3FFF)
+            elif attr == EIATTR_PARAM_CBANK:
+                total = struct.unpack("<IHH", val)[2]
+        if params:
+            result[sym] = {"args": [params[i] for i in sorted(params)], "kernarg_size": total}
+    return result
+
+
+def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS) -> Path:
+    """Compile every sm_90a variant into one cubin and merge its manifest target."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise RuntimeError("nvcc not found on PATH: the sm_90a target needs the CUDA toolkit (nvcc >= 12.4)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cubin = out_dir / SM90_CUBIN
+    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.impl})" for v in variants)
+    with tempfile.TemporaryDirectory(prefix="rawindexer-sm90-") as tmp:
+        # nvcc splits -D values on commas, so the variant list travels in a one-line wrapper source.
+        wrapper = Path(tmp) / "fp8_mqa_logits_sm90_variants.cu"
+        wrapper.write_text(f"#define VARIANTS(X) {table}\n#include \"{SM90_SOURCE}\"\n")
+        tmp_cubin = Path(tmp) / SM90_CUBIN
+        proc = subprocess.run([nvcc, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
+                              capture_output=True, text=True)
+        report = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc failed:\n{report}")
+        shutil.move(str(tmp_cubin), cubin)
+    (out_dir / "fp8_mqa_logits.sm90a.ptxas.txt").write_text(report)
+    resources = parse_ptxas_report(report)
+    params = cubin_kernel_params(cubin.read_bytes())
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+
+    kernels = {}
+    for v in variants:
+        layout = params[v.symbol]
+        if len(layout["args"]) != len(KERNEL_ARGS) or any(
+                size != want for (_, size), (_, want) in zip(layout["args"], KERNEL_ARGS)):
+            raise RuntimeError(f"{v.symbol}: parameter layout in the cubin does not match KERNEL_ARGS")
+        kernels[v.symbol] = {
+            "params": {"heads": v.heads, "head_dim": v.head_dim, "block_m": v.block_m, "impl": v.impl},
+            "args": [{"name": name, "offset": off, "size": size}
+                     for (name, _), (off, size) in zip(KERNEL_ARGS, layout["args"])],
+            "kernarg_size": layout["kernarg_size"],
+            "kernarg_align": 8,
+            "max_threads": SM90_MAX_THREADS,
+            "warp_size": 32,
+            "resources": resources[v.symbol],
+        }
+    target = {"code_object": cubin.name, "ptxas_report": "fp8_mqa_logits.sm90a.ptxas.txt",
+              "toolchain": version, "flags": SM90_FLAGS, "kernels": kernels}
+    return write_manifest(out_dir, SM90_ARCH, target)
+
+
+def main_sm90(out_dir: Path) -> None:
+    path = build_sm90(out_dir)
+    kernels = json.loads(path.read_text())["targets"][SM90_ARCH]["kernels"]
+    print(f"built {len(kernels)} sm_90a kernels -> {path.parent}")
+    for name, k in kernels.items():
+        r = k["resources"]
+        print(f"  {name:40s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
+              f"stack={r['stack_frame']} smem={r['smem']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "build")
+    parser.add_argument("--target", choices=[ARCH, SM90_ARCH], default=ARCH)
     args = parser.parse_args()
+    if args.target == SM90_ARCH:
+        return main_sm90(args.out)
     path = build(args.out)
     kernels = json.loads(path.read_text())["targets"][ARCH]["kernels"]
     print(f"built {len(kernels)} gfx950 kernels -> {path.parent}")
