@@ -125,22 +125,31 @@ class _DeviceBuffer:
         self.allocation.free()
 
 
-def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int, int], M: int, N: int) -> Any:
+def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int, int], M: int, N: int
+                  ) -> tuple[Any, Any]:
+    """(buffer the kernel writes, function giving the caller's result once the launch is queued)."""
     if framework == "torch":
         import torch
 
-        return torch.empty((M, N), dtype=torch.float32, device=like.device)
+        out = torch.empty((M, N), dtype=torch.float32, device=like.device)
+        return out, lambda: out
     if framework == "cupy":
         import cupy
 
         with cupy.cuda.Device(device[1]):
-            return cupy.empty((M, N), dtype=cupy.float32)
+            out = cupy.empty((M, N), dtype=cupy.float32)
+        return out, lambda: out
     if backend.name == "emulator":
+        # The emulator finishes inside the launch call, so frameworks whose arrays are immutable (JAX)
+        # import the result afterwards; an earlier import could copy the still-empty buffer.
         out = np.empty((M, N), dtype=np.float32)
-        return out if framework in ("numpy", "unknown") else dlpack.import_into(framework, dlpack.DLPackArray.from_numpy(out))
+        if framework in ("numpy", "unknown"):
+            return out, lambda: out
+        return out, lambda: dlpack.import_into(framework, dlpack.DLPackArray.from_numpy(out))
     allocation = backend.alloc(4 * M * N)
     array = dlpack.DLPackArray(allocation.ptr, (M, N), "float32", device, owner=_DeviceBuffer(allocation))
-    return dlpack.import_into(framework, array)
+    result = dlpack.import_into(framework, array)
+    return array, lambda: result
 
 
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
@@ -185,11 +194,12 @@ def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqle
         if (scale < 0).any():
             raise ValueError(f"kv_scale: expected values >= 0 (the scale is applied after the ReLU), "
                              f"got min {float(scale.min())}")
+    result = lambda: out  # noqa: E731
     if out is None:
-        out = _allocate_out(framework, q_fp8, backend, device, dims.M, dims.N)
+        out, result = _allocate_out(framework, q_fp8, backend, device, dims.M, dims.N)
         out_view = dlpack.from_dlpack(out, name="out", stream=dl_stream)
     ptrs = Pointers(*(views[n].ptr for n in named), out_view.ptr)
     out_row_stride = out_view.strides[0] if dims.M > 1 else dims.N
     tunables = Tunables(int(block_m), int(split_n), int(num_warps), unroll2, reverse_rows)
     _plan_and_launch(backend, device[1], dims, ptrs, out_row_stride, clean_logits, tunables, stream)
-    return out
+    return result()
