@@ -148,8 +148,7 @@ def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int
         return out, lambda: dlpack.import_into(framework, dlpack.DLPackArray.from_numpy(out))
     allocation = backend.alloc(4 * M * N)
     array = dlpack.DLPackArray(allocation.ptr, (M, N), "float32", device, owner=_DeviceBuffer(allocation))
-    result = dlpack.import_into(framework, array)
-    return array, lambda: result
+    return array, lambda: dlpack.import_into(framework, array)
 
 
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
