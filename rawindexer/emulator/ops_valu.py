@@ -1,0 +1,724 @@
+"""Vector ALU: VOP1, VOP2, VOPC and VOP3(A/B) plus the non-matrix VOP3P ops, 64 lanes at a time.
+
+Every op is a numpy expression over the active wave's register columns. Inactive lanes are never
+written (writers honour EXEC); VOPC writes 0 for inactive lanes, as the hardware does.
+Integer arithmetic wraps (uint32/uint64 numpy arithmetic); float32 arithmetic is numpy's, which is
+IEEE round-to-nearest-even with denormals (the kernels here run in denorm mode 3 = preserve).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from . import numerics as fx
+from .decoder import Instruction
+from .errors import DecodeError, ExecMaskError
+from .operands import (M32, mask_reader, sreader, swriter, vreader, vwriter)
+from .state import VCC, bits_to_mask, mask_to_bits
+
+U32, I32, F32, U64, I64, F64 = "u32", "i32", "f32", "u64", "i64", "f64"
+LANE = np.arange(64, dtype=np.uint32)
+_U = np.uint32
+_LOWER = [np.uint64((1 << k) - 1) for k in range(65)]
+
+
+def _u64(x):
+    return np.asarray(x).astype(np.uint64)
+
+
+def _i24(x):
+    x = np.asarray(x).astype(np.int64) & 0xFFFFFF
+    return x - ((x & 0x800000) << 1)
+
+
+def _popcnt32(x):
+    return np.bitwise_count(np.asarray(x, np.uint32)).astype(np.uint32)
+
+
+def _bfe_u(a, b, c):
+    off = np.asarray(b, np.uint32) & 31
+    width = np.asarray(c, np.uint32) & 31
+    return ((np.asarray(a, np.uint32) >> off) & ((np.uint32(1) << width) - np.uint32(1))).astype(np.uint32)
+
+
+def _bfe_i(a, b, c):
+    off = np.asarray(b, np.uint32) & 31
+    width = (np.asarray(c, np.uint32) & 31).astype(np.int64)
+    v = (np.asarray(a, np.uint32) >> off).astype(np.int64) & ((np.int64(1) << width) - 1)
+    sign = (v >> np.maximum(width - 1, 0)) & 1
+    v = np.where((width > 0) & (sign == 1), v - (np.int64(1) << width), v)
+    return np.where(width == 0, 0, v).astype(np.int64).astype(np.uint32)
+
+
+def _med3(a, b, c):
+    return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+
+
+def _med3_f(a, b, c):
+    mx = lambda x, y: fx.maxmin_f32(x, y, True)  # noqa: E731
+    mn = lambda x, y: fx.maxmin_f32(x, y, False)  # noqa: E731
+    return mx(mn(a, b), mn(mx(a, b), c))
+
+
+def _ffbh_u32(a):
+    a = np.asarray(a, np.uint32)
+    n = np.where(a == 0, -1, 31 - np.floor(np.log2(np.maximum(a, 1).astype(np.float64))).astype(np.int64))
+    return n.astype(np.int64).astype(np.uint32)
+
+
+def _ffbl(a):
+    a = np.asarray(a, np.uint32).astype(np.int64)
+    low = a & -a
+    n = np.where(a == 0, -1, np.log2(np.maximum(low, 1).astype(np.float64)).astype(np.int64))
+    return n.astype(np.uint32)
+
+
+def _bfrev(a):
+    b = np.asarray(a, np.uint32).astype("<u4").view(np.uint8).reshape(-1, 4)
+    r = np.unpackbits(b, axis=1, bitorder="little")[:, ::-1]
+    return np.packbits(r, axis=1, bitorder="little").view("<u4").reshape(np.shape(a))
+
+
+def _perm(a, b, sel):
+    """v_perm_b32: bytes of {S0, S1} (S1 is the low dword) chosen by each selector byte of S2."""
+    a, b, sel = np.broadcast_arrays(np.asarray(a, np.uint32), np.asarray(b, np.uint32), np.asarray(sel, np.uint32))
+    data = (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
+    out = np.zeros(a.shape, np.uint32)
+    for k in range(4):
+        s = (sel >> _U(8 * k)) & _U(0xFF)
+        byte = ((data >> (np.minimum(s, 7).astype(np.uint64) * np.uint64(8))) & np.uint64(0xFF)).astype(np.uint32)
+        sign = lambda n: (((data >> np.uint64(8 * n + 7)) & np.uint64(1)).astype(np.uint32) * _U(0xFF))  # noqa: E731
+        byte = np.where(s == 8, sign(1), byte)
+        byte = np.where(s == 9, sign(3), byte)
+        byte = np.where(s == 10, sign(5), byte)
+        byte = np.where(s == 11, sign(7), byte)
+        byte = np.where(s == 12, 0, byte)
+        byte = np.where(s >= 13, 0xFF, byte)
+        out |= byte.astype(np.uint32) << _U(8 * k)
+    return out
+
+
+def _cvt_f16(x):
+    return np.asarray(x, np.float32).astype(np.float16).view(np.uint16).astype(np.uint32)
+
+
+def _f16(x):
+    return (np.asarray(x, np.uint32) & _U(0xFFFF)).astype(np.uint16).view(np.float16).astype(np.float32)
+
+
+def _bf16_rne(x):
+    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    nan = np.isnan(np.asarray(x, np.float32))
+    r = ((b + np.uint64(0x7FFF) + ((b >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)).astype(np.uint32)
+    return np.where(nan, (b >> np.uint64(16)).astype(np.uint32) | _U(0x40), r).astype(np.uint32)
+
+
+def _ldexp(a, b):
+    return np.ldexp(np.asarray(a, np.float32), np.asarray(b, np.int32)).astype(np.float32)
+
+
+def _frexp_mant(a):
+    m, e = np.frexp(np.asarray(a, np.float32))
+    return np.where(np.isfinite(a), m, a).astype(np.float32)
+
+
+def _frexp_exp(a):
+    m, e = np.frexp(np.asarray(a, np.float32))
+    return np.where(np.isfinite(a), e, 0).astype(np.int32)
+
+
+def _rcp(a):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return (np.float32(1.0) / np.asarray(a, np.float32)).astype(np.float32)
+
+
+def _rsq(a):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (1.0 / np.sqrt(np.asarray(a, np.float64))).astype(np.float32)
+
+
+def _sqrt(a):
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(np.asarray(a, np.float32))
+
+
+def _exp2(a):
+    with np.errstate(over="ignore"):
+        return np.exp2(np.asarray(a, np.float64)).astype(np.float32)
+
+
+def _log2(a):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log2(np.asarray(a, np.float64)).astype(np.float32)
+
+
+def _shift_count(x, bits=32):
+    return (np.asarray(x, np.uint32) & _U(bits - 1))
+
+
+# name -> (source types, destination type, function)
+SIMPLE: dict[str, tuple] = {
+    # moves and bit ops
+    "v_mov_b32": ((U32,), U32, lambda a: a),
+    "v_mov_b64": ((U64,), U64, lambda a: a),
+    "v_not_b32": ((U32,), U32, lambda a: ~np.asarray(a, np.uint32)),
+    "v_bfrev_b32": ((U32,), U32, _bfrev),
+    "v_ffbh_u32": ((U32,), U32, _ffbh_u32),
+    "v_ffbl_b32": ((U32,), U32, _ffbl),
+    "v_and_b32": ((U32, U32), U32, lambda a, b: a & b),
+    "v_or_b32": ((U32, U32), U32, lambda a, b: a | b),
+    "v_xor_b32": ((U32, U32), U32, lambda a, b: a ^ b),
+    "v_xnor_b32": ((U32, U32), U32, lambda a, b: ~(a ^ b)),
+    "v_lshlrev_b32": ((U32, U32), U32, lambda a, b: b << _shift_count(a)),
+    "v_lshrrev_b32": ((U32, U32), U32, lambda a, b: b >> _shift_count(a)),
+    "v_ashrrev_i32": ((U32, I32), I32, lambda a, b: b >> _shift_count(a).astype(np.int32)),
+    "v_lshlrev_b64": ((U32, U64), U64, lambda a, b: b << (np.asarray(a, np.uint32) & _U(63)).astype(np.uint64)),
+    "v_lshrrev_b64": ((U32, U64), U64, lambda a, b: b >> (np.asarray(a, np.uint32) & _U(63)).astype(np.uint64)),
+    "v_ashrrev_i64": ((U32, I64), I64, lambda a, b: b >> (np.asarray(a, np.uint32) & _U(63)).astype(np.int64)),
+    "v_lshl_add_u64": ((U64, U32, U64), U64,
+                       lambda a, b, c: (a << (np.asarray(b, np.uint32) & _U(7)).astype(np.uint64)) + c),
+    "v_bfe_u32": ((U32, U32, U32), U32, _bfe_u),
+    "v_bfe_i32": ((U32, U32, U32), U32, _bfe_i),
+    "v_bfi_b32": ((U32, U32, U32), U32, lambda a, b, c: (a & b) | (~np.asarray(a, np.uint32) & c)),
+    "v_bfm_b32": ((U32, U32), U32, lambda a, b: (((np.uint64(1) << _u64(_shift_count(a))) - np.uint64(1))
+                                               << _u64(_shift_count(b))).astype(np.uint32)),
+    "v_alignbit_b32": ((U32, U32, U32), U32, lambda a, b, c: (((_u64(a) << np.uint64(32)) | _u64(b))
+                                                            >> _u64(_shift_count(c))).astype(np.uint32)),
+    "v_alignbyte_b32": ((U32, U32, U32), U32, lambda a, b, c: (((_u64(a) << np.uint64(32)) | _u64(b))
+                                                             >> (_u64(np.asarray(c, np.uint32) & _U(3)) * np.uint64(8))
+                                                             ).astype(np.uint32)),
+    "v_perm_b32": ((U32, U32, U32), U32, _perm),
+    "v_lshl_or_b32": ((U32, U32, U32), U32, lambda a, b, c: (a << _shift_count(b)) | c),
+    "v_and_or_b32": ((U32, U32, U32), U32, lambda a, b, c: (a & b) | c),
+    "v_or3_b32": ((U32, U32, U32), U32, lambda a, b, c: a | b | c),
+    "v_xad_u32": ((U32, U32, U32), U32, lambda a, b, c: (a ^ b) + c),
+    "v_bcnt_u32_b32": ((U32, U32), U32, lambda a, b: _popcnt32(a) + b),
+    # integer arithmetic (wraps)
+    "v_add_u32": ((U32, U32), U32, lambda a, b: a + b),
+    "v_sub_u32": ((U32, U32), U32, lambda a, b: a - b),
+    "v_subrev_u32": ((U32, U32), U32, lambda a, b: b - a),
+    "v_add_i32": ((U32, U32), U32, lambda a, b: a + b),
+    "v_sub_i32": ((U32, U32), U32, lambda a, b: a - b),
+    "v_add3_u32": ((U32, U32, U32), U32, lambda a, b, c: a + b + c),
+    "v_lshl_add_u32": ((U32, U32, U32), U32, lambda a, b, c: (a << _shift_count(b)) + c),
+    "v_add_lshl_u32": ((U32, U32, U32), U32, lambda a, b, c: (a + b) << _shift_count(c)),
+    "v_mul_lo_u32": ((U32, U32), U32, lambda a, b: a * b),
+    "v_mul_hi_u32": ((U32, U32), U32, lambda a, b: ((_u64(a) * _u64(b)) >> np.uint64(32)).astype(np.uint32)),
+    "v_mul_hi_i32": ((I32, I32), U32, lambda a, b: ((np.asarray(a, np.int64) * np.asarray(b, np.int64)) >> 32)
+                     .astype(np.uint32)),
+    "v_mul_u32_u24": ((U32, U32), U32, lambda a, b: (a & _U(0xFFFFFF)) * (b & _U(0xFFFFFF))),
+    "v_mul_hi_u32_u24": ((U32, U32), U32, lambda a, b: ((_u64(a & _U(0xFFFFFF)) * _u64(b & _U(0xFFFFFF)))
+                                                       >> np.uint64(32)).astype(np.uint32)),
+    "v_mul_i32_i24": ((U32, U32), U32, lambda a, b: (_i24(a) * _i24(b)).astype(np.uint32)),
+    "v_mul_hi_i32_i24": ((U32, U32), U32, lambda a, b: ((_i24(a) * _i24(b)) >> 32).astype(np.uint32)),
+    "v_mad_u32_u24": ((U32, U32, U32), U32, lambda a, b, c: (a & _U(0xFFFFFF)) * (b & _U(0xFFFFFF)) + c),
+    "v_mad_i32_i24": ((U32, U32, U32), U32, lambda a, b, c: (_i24(a) * _i24(b) + np.asarray(c, np.int64))
+                      .astype(np.uint32)),
+    "v_min_i32": ((I32, I32), I32, np.minimum), "v_max_i32": ((I32, I32), I32, np.maximum),
+    "v_min_u32": ((U32, U32), U32, np.minimum), "v_max_u32": ((U32, U32), U32, np.maximum),
+    "v_min3_i32": ((I32, I32, I32), I32, lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "v_max3_i32": ((I32, I32, I32), I32, lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "v_min3_u32": ((U32, U32, U32), U32, lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "v_max3_u32": ((U32, U32, U32), U32, lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "v_med3_i32": ((I32, I32, I32), I32, _med3), "v_med3_u32": ((U32, U32, U32), U32, _med3),
+    # float32
+    "v_add_f32": ((F32, F32), F32, lambda a, b: a + b),
+    "v_sub_f32": ((F32, F32), F32, lambda a, b: a - b),
+    "v_subrev_f32": ((F32, F32), F32, lambda a, b: b - a),
+    "v_mul_f32": ((F32, F32), F32, lambda a, b: a * b),
+    "v_max_f32": ((F32, F32), F32, lambda a, b: fx.maxmin_f32(a, b, True)),
+    "v_min_f32": ((F32, F32), F32, lambda a, b: fx.maxmin_f32(a, b, False)),
+    "v_max3_f32": ((F32, F32, F32), F32, lambda a, b, c: fx.maxmin_f32(fx.maxmin_f32(a, b, True), c, True)),
+    "v_min3_f32": ((F32, F32, F32), F32, lambda a, b, c: fx.maxmin_f32(fx.maxmin_f32(a, b, False), c, False)),
+    "v_med3_f32": ((F32, F32, F32), F32, _med3_f),
+    "v_fma_f32": ((F32, F32, F32), F32, fx.fma_f32),
+    "v_ldexp_f32": ((F32, I32), F32, _ldexp),
+    "v_rcp_f32": ((F32,), F32, _rcp), "v_rcp_iflag_f32": ((F32,), F32, _rcp),
+    "v_rsq_f32": ((F32,), F32, _rsq), "v_sqrt_f32": ((F32,), F32, _sqrt),
+    "v_exp_f32": ((F32,), F32, _exp2), "v_log_f32": ((F32,), F32, _log2),
+    "v_trunc_f32": ((F32,), F32, np.trunc), "v_floor_f32": ((F32,), F32, np.floor),
+    "v_ceil_f32": ((F32,), F32, np.ceil), "v_rndne_f32": ((F32,), F32, np.rint),
+    "v_fract_f32": ((F32,), F32, lambda a: np.minimum(a - np.floor(a), np.float32(0.99999994))),
+    "v_frexp_mant_f32": ((F32,), F32, _frexp_mant), "v_frexp_exp_i32_f32": ((F32,), I32, _frexp_exp),
+    "v_cvt_f32_u32": ((U32,), F32, lambda a: np.asarray(a, np.uint32).astype(np.float32)),
+    "v_cvt_f32_i32": ((I32,), F32, lambda a: np.asarray(a, np.int32).astype(np.float32)),
+    "v_cvt_u32_f32": ((F32,), U32, fx.f32_to_u32),
+    "v_cvt_i32_f32": ((F32,), I32, fx.f32_to_i32),
+    "v_cvt_flr_i32_f32": ((F32,), I32, lambda a: fx.f32_to_i32(np.floor(a))),
+    "v_cvt_rpi_i32_f32": ((F32,), I32, lambda a: fx.f32_to_i32(np.floor(np.asarray(a, np.float32) + np.float32(0.5)))),
+    "v_cvt_f32_ubyte0": ((U32,), F32, lambda a: (a & _U(0xFF)).astype(np.float32)),
+    "v_cvt_f32_ubyte1": ((U32,), F32, lambda a: ((a >> _U(8)) & _U(0xFF)).astype(np.float32)),
+    "v_cvt_f32_ubyte2": ((U32,), F32, lambda a: ((a >> _U(16)) & _U(0xFF)).astype(np.float32)),
+    "v_cvt_f32_ubyte3": ((U32,), F32, lambda a: ((a >> _U(24)) & _U(0xFF)).astype(np.float32)),
+    "v_cvt_f16_f32": ((F32,), U32, _cvt_f16),
+    "v_cvt_f32_f16": ((U32,), F32, _f16),
+    "v_cvt_f32_bf16": ((U32,), F32, lambda a: (np.asarray(a, np.uint32) << _U(16)).view(np.float32)),
+    "v_cvt_pkrtz_f16_f32": ((F32, F32), U32, None),  # set below (needs round-toward-zero)
+    "v_cvt_pk_bf16_f32": ((F32, F32), U32, lambda a, b: (_bf16_rne(a) & _U(0xFFFF)) | (_bf16_rne(b) << _U(16))),
+    "v_cvt_pk_f16_f32": ((F32, F32), U32, lambda a, b: _cvt_f16(a) | (_cvt_f16(b) << _U(16))),
+    "v_cvt_f64_f32": ((F32,), F64, lambda a: np.asarray(a, np.float64)),
+    "v_cvt_f32_f64": ((F64,), F32, lambda a: np.asarray(a, np.float64).astype(np.float32)),
+    "v_cvt_f64_i32": ((I32,), F64, lambda a: np.asarray(a, np.float64)),
+    "v_cvt_f64_u32": ((U32,), F64, lambda a: np.asarray(a, np.float64)),
+    "v_cvt_i32_f64": ((F64,), I32, fx.f32_to_i32),
+    "v_cvt_u32_f64": ((F64,), U32, fx.f32_to_u32),
+    # float64
+    "v_add_f64": ((F64, F64), F64, lambda a, b: a + b),
+    "v_mul_f64": ((F64, F64), F64, lambda a, b: a * b),
+    "v_fma_f64": ((F64, F64, F64), F64, fx.fma_f64),
+    "v_max_f64": ((F64, F64), F64, np.fmax), "v_min_f64": ((F64, F64), F64, np.fmin),
+    "v_ldexp_f64": ((F64, I32), F64, lambda a, b: np.ldexp(a, np.asarray(b, np.int32))),
+    "v_rcp_f64": ((F64,), F64, lambda a: 1.0 / np.asarray(a, np.float64)),
+    "v_sqrt_f64": ((F64,), F64, lambda a: np.sqrt(a)),
+    "v_trunc_f64": ((F64,), F64, np.trunc), "v_floor_f64": ((F64,), F64, np.floor),
+    "v_ceil_f64": ((F64,), F64, np.ceil), "v_rndne_f64": ((F64,), F64, np.rint),
+}
+
+
+def _pkrtz(a, b):
+    def rtz(x):
+        x = np.asarray(x, np.float32)
+        h = x.astype(np.float16)
+        # step toward zero when rounding went away from zero
+        away = np.abs(h.astype(np.float32)) > np.abs(x)
+        h = np.where(away & np.isfinite(x), np.nextafter(h, np.float16(0)), h)
+        return h.view(np.uint16).astype(np.uint32)
+    return rtz(a) | (rtz(b) << _U(16))
+
+
+SIMPLE["v_cvt_pkrtz_f16_f32"] = ((F32, F32), U32, _pkrtz)
+
+_FLOAT_TYPES = (F32, F64)
+
+
+def base_name(inst: Instruction) -> str:
+    n = inst.name
+    for sfx in ("_e32", "_e64"):
+        if n.endswith(sfx):
+            return n[: -len(sfx)]
+    return n
+
+
+class _Srcs:
+    """Source operand codes and modifiers of a VALU instruction, normalised across encodings."""
+
+    def __init__(self, inst: Instruction) -> None:
+        f = inst.fields
+        self.inst = inst
+        if inst.fmt in ("VOP1",):
+            self.codes = [f["src0"]]
+        elif inst.fmt in ("VOP2", "VOPC"):
+            self.codes = [f["src0"], f["vsrc1"] + 256]
+        else:
+            self.codes = [f["src0"], f["src1"], f["src2"]]
+        vop3 = inst.fmt in ("VOP3", "VOP3B", "VOP3C")
+        self.neg = f.get("neg", 0) if vop3 else 0
+        self.abs = f.get("abs", 0) if inst.fmt in ("VOP3", "VOP3C") else 0
+        self.clamp = f.get("clamp", 0) if vop3 else 0
+        self.omod = f.get("omod", 0) if vop3 else 0
+        if f.get("ext"):
+            raise DecodeError(f"unimplemented {f['ext'].upper()} form: {inst}")
+
+    def reader(self, k: int, ty: str, ctx) -> Callable:
+        rd = vreader(self.codes[k], ty, self.inst)
+        if ty in _FLOAT_TYPES:
+            if self.abs >> k & 1:
+                rd0 = rd
+                rd = lambda w: np.abs(rd0(w))  # noqa: E731
+            if self.neg >> k & 1:
+                rd1 = rd
+                rd = lambda w: -rd1(w)  # noqa: E731
+        elif (self.neg >> k & 1) or (self.abs >> k & 1):
+            raise DecodeError(f"neg/abs modifier on an integer operand: {self.inst}")
+        return rd
+
+
+def _post(fn: Callable, ty: str, src: _Srcs) -> Callable:
+    """Output modifiers (omod, clamp) of float results."""
+    if not src.clamp and not src.omod:
+        return fn
+    if ty not in _FLOAT_TYPES:
+        if src.omod:
+            raise DecodeError(f"omod on integer op: {src.inst}")
+        raise DecodeError(f"clamp on integer op is not implemented: {src.inst}")
+    scale = {0: None, 1: 2.0, 2: 4.0, 3: 0.5}[src.omod]
+    dt = np.float32 if ty == F32 else np.float64
+
+    def post(*a):
+        r = np.asarray(fn(*a), dt)
+        if scale is not None:
+            r = (r * dt(scale)).astype(dt)
+        if src.clamp:
+            r = np.clip(r, dt(0), dt(1))  # NaN stays NaN; dx10_clamp makes it 0
+            r = np.where(np.isnan(r), dt(0), r)
+        return r
+    return post
+
+
+def build_valu(inst: Instruction, ctx) -> Callable:
+    name = base_name(inst)
+    special = SPECIAL.get(name)
+    if special is not None:
+        return special(inst, ctx)
+    if name.startswith("v_cmp"):
+        return build_vopc(inst, ctx)
+    spec = SIMPLE.get(name)
+    if spec is None:
+        raise DecodeError(f"unimplemented {inst}")
+    tys, dty, f = spec
+    src = _Srcs(inst)
+    f = _post(f, dty, src)
+    rds = [src.reader(k, t, ctx) for k, t in enumerate(tys)]
+    wr = vwriter(inst.fields["vdst"], dty)
+    if len(rds) == 1:
+        r0, = rds
+        return lambda w: wr(w, f(r0(w)))
+    if len(rds) == 2:
+        r0, r1 = rds
+        return lambda w: wr(w, f(r0(w), r1(w)))
+    r0, r1, r2 = rds
+    return lambda w: wr(w, f(r0(w), r1(w), r2(w)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Ops with implicit operands or extra outputs
+# ---------------------------------------------------------------------------------------------------
+def _fmac(inst, ctx):
+    src = _Srcs(inst)
+    r0, r1 = src.reader(0, F32, ctx), src.reader(1, F32, ctx)
+    d = inst.fields["vdst"]
+    rd = vreader(d + 256, F32, inst)
+    f = _post(fx.fma_f32, F32, src)
+    wr = vwriter(d, F32)
+    return lambda w: wr(w, f(r0(w), r1(w), rd(w)))
+
+
+def _fmamk(inst, ctx):
+    # D = S0 * K + S1 (fmamk) / D = S0 * S1 + K (fmaak); K is the literal
+    src = _Srcs(inst)
+    r0, r1 = src.reader(0, F32, ctx), src.reader(1, F32, ctx)
+    k = np.float32(np.uint32(inst.literal).view(np.float32))
+    wr = vwriter(inst.fields["vdst"], F32)
+    if base_name(inst) == "v_fmamk_f32":
+        return lambda w: wr(w, fx.fma_f32(r0(w), k, r1(w)))
+    return lambda w: wr(w, fx.fma_f32(r0(w), r1(w), k))
+
+
+def _cndmask(inst, ctx):
+    src = _Srcs(inst)
+    r0, r1 = src.reader(0, U32, ctx), src.reader(1, U32, ctx)
+    if inst.fmt == "VOP2":
+        m = mask_reader(VCC, inst)
+    else:
+        m = mask_reader(inst.fields["src2"], inst)
+        if src.neg or src.abs:
+            r0, r1 = src.reader(0, F32, ctx), src.reader(1, F32, ctx)
+    wr = vwriter(inst.fields["vdst"], U32)
+    if src.neg or src.abs:
+        wrf = vwriter(inst.fields["vdst"], F32)
+        return lambda w: wrf(w, np.where(m(w), r1(w), r0(w)))
+    return lambda w: wr(w, np.where(m(w), r1(w), r0(w)))
+
+
+def _carry_dst(inst):
+    """(writer of the carry-out mask) VCC for VOP2, sdst for VOP3B."""
+    code = VCC if inst.fmt == "VOP2" else inst.fields["sdst"]
+    wr = swriter(code, inst, 64)
+
+    def put(w, mask):
+        wr(w, mask_to_bits(mask & w.exec_mask))
+    return put
+
+
+def _carry_src(inst):
+    return mask_reader(VCC if inst.fmt == "VOP2" else inst.fields["src2"], inst)
+
+
+def _addsub_co(inst, ctx):
+    name = base_name(inst)
+    src = _Srcs(inst)
+    r0, r1 = src.reader(0, U32, ctx), src.reader(1, U32, ctx)
+    wr = vwriter(inst.fields["vdst"], U32)
+    cout = _carry_dst(inst)
+    cin = _carry_src(inst) if name in ("v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32") else None
+    rev = "rev" in name
+    sub = "sub" in name
+
+    def run(w):
+        a, b = _u64(r0(w)), _u64(r1(w))
+        if rev:
+            a, b = b, a
+        c = cin(w).astype(np.uint64) if cin is not None else np.uint64(0)
+        if sub:
+            d = a - b - c
+            carry = b + c > a
+        else:
+            d = a + b + c
+            carry = d > np.uint64(M32)
+        wr(w, (d & np.uint64(M32)).astype(np.uint32))
+        cout(w, np.broadcast_to(carry, (64,)))
+    return run
+
+
+def _mad64(inst, ctx):
+    signed = base_name(inst) == "v_mad_i64_i32"
+    src = _Srcs(inst)
+    r0, r1 = src.reader(0, I32 if signed else U32, ctx), src.reader(1, I32 if signed else U32, ctx)
+    r2 = src.reader(2, I64 if signed else U64, ctx)
+    wr = vwriter(inst.fields["vdst"], U64)
+    cout = _carry_dst(inst)
+
+    def run(w):
+        if signed:
+            p = np.asarray(r0(w), np.int64) * np.asarray(r1(w), np.int64)
+            c = np.asarray(r2(w), np.int64)
+            d = (p + c).astype(np.uint64)
+            # signed overflow of the 64-bit add
+            carry = ((p >= 0) == (c >= 0)) & ((d.astype(np.int64) >= 0) != (p >= 0))
+        else:
+            p = _u64(r0(w)) * _u64(r1(w))
+            c = _u64(r2(w))
+            d = p + c
+            carry = d < c
+        wr(w, d)
+        cout(w, np.broadcast_to(carry, (64,)))
+    return run
+
+
+def _readfirstlane(inst, ctx):
+    code = inst.fields["src0"]
+    rd = vreader(code, U32, inst)
+    wr = swriter(inst.fields["vdst"], inst)
+
+    def run(w):
+        v = rd(w)
+        if np.ndim(v) == 0:
+            wr(w, int(v))
+            return
+        lane = (w.exec_bits & -w.exec_bits).bit_length() - 1 if w.exec_bits else 0
+        wr(w, int(v[lane]))
+    return run
+
+
+def _readlane(inst, ctx):
+    rd = vreader(inst.fields["src0"], U32, inst)
+    lane = sreader(inst.fields["src1"], inst)
+    wr = swriter(inst.fields["vdst"], inst)
+
+    def run(w):
+        v = rd(w)
+        wr(w, int(v if np.ndim(v) == 0 else v[lane(w) & 63]))
+    return run
+
+
+def _writelane(inst, ctx):
+    rd = sreader(inst.fields["src0"], inst)
+    lane = sreader(inst.fields["src1"], inst)
+    d = inst.fields["vdst"]
+
+    def run(w):
+        w.v[lane(w) & 63, d] = rd(w)
+    return run
+
+
+def _mbcnt(inst, ctx):
+    hi = base_name(inst) == "v_mbcnt_hi_u32_b32"
+    src = _Srcs(inst)
+    r0, r1 = src.reader(0, U32, ctx), src.reader(1, U32, ctx)
+    wr = vwriter(inst.fields["vdst"], U32)
+    # ThreadMask = (1 << lane) - 1; mbcnt_lo counts bits [31:0] of it, mbcnt_hi bits [63:32]
+    tm = [(1 << lane) - 1 for lane in range(64)]
+    below = np.array([(t >> 32) if hi else (t & M32) for t in tm], np.uint64)
+
+    def run(w):
+        m = _u64(r0(w)) & below
+        wr(w, (np.bitwise_count(m).astype(np.uint32) + r1(w)).astype(np.uint32))
+    return run
+
+
+def _permlane32_swap(inst, ctx):
+    # lanes 32-63 of vdst trade places with lanes 0-31 of src0 (AMD pseudocode)
+    s0 = inst.fields["src0"] - 256
+    d = inst.fields["vdst"]
+    if s0 < 0:
+        raise DecodeError(f"{inst}: src0 must be a VGPR")
+    pc = inst.address
+
+    def run(w):
+        if not w.exec_full:
+            raise ExecMaskError(f"v_permlane32_swap_b32 at pc 0x{pc:x} needs EXEC all ones, got 0x{w.exec_bits:016x}")
+        tmp = w.v[0:32, s0].copy()
+        w.v[0:32, s0] = w.v[32:64, d]
+        w.v[32:64, d] = tmp
+    return run
+
+
+def _permlane16_swap(inst, ctx):
+    s0 = inst.fields["src0"] - 256
+    d = inst.fields["vdst"]
+    pc = inst.address
+
+    def run(w):
+        if not w.exec_full:
+            raise ExecMaskError(f"v_permlane16_swap_b32 at pc 0x{pc:x} needs EXEC all ones")
+        for base in (0, 32):
+            tmp = w.v[base:base + 16, s0].copy()
+            w.v[base:base + 16, s0] = w.v[base + 16:base + 32, d]
+            w.v[base + 16:base + 32, d] = tmp
+    return run
+
+
+def _swap(inst, ctx):
+    s0 = inst.fields["src0"] - 256
+    d = inst.fields["vdst"]
+
+    def run(w):
+        m = slice(None) if w.exec_full else w.exec_mask
+        tmp = w.v[m, s0].copy()
+        w.v[m, s0] = w.v[m, d]
+        w.v[m, d] = tmp
+    return run
+
+
+def _accvgpr(inst, ctx):
+    """v_accvgpr_read_b32 (AGPR -> VGPR), v_accvgpr_write_b32 (-> AGPR), v_accvgpr_mov_b32 (AGPR -> AGPR)."""
+    name = base_name(inst)
+    ao = ctx.accum_offset
+    code = inst.fields["src0"]
+    d = inst.fields["vdst"]
+    if name == "v_accvgpr_read_b32":
+        rd = vreader(code, U32, inst, ao, acc=True)
+        wr = vwriter(d, U32)
+    elif name == "v_accvgpr_write_b32":
+        rd = vreader(code, U32, inst)
+        wr = vwriter(d, U32, ao, acc=True)
+    else:
+        rd = vreader(code, U32, inst, ao, acc=True)
+        wr = vwriter(d, U32, ao, acc=True)
+    return lambda w: wr(w, rd(w))
+
+
+def _pk_f32(inst, ctx):
+    """v_pk_{fma,mul,add}_f32 / v_pk_mov_b32: two float32 lanes per 64-bit register pair; op_sel picks
+    the dword of each source feeding the low result, op_sel_hi the one feeding the high result."""
+    name = inst.name
+    f = inst.fields
+    n = {"v_pk_fma_f32": 3, "v_pk_mul_f32": 2, "v_pk_add_f32": 2, "v_pk_mov_b32": 2}[name]
+    codes = [f["src0"], f["src1"], f["src2"]][:n]
+    opsel = f["opsel"]
+    opsel_hi = f["opsel_hi"] | (f["opsel_hi2"] << 2)
+    neg, neg_hi = f["neg"], f["neg_hi"]
+    d = f["vdst"]
+
+    def half_reader(k, hi_sel):
+        code = codes[k]
+        if code >= 256:
+            r = code - 256 + hi_sel
+            return lambda w: w.vf[:, r]
+        rd = sreader(code, inst, 32) if not hi_sel else sreader(code + 1 if code < 128 else code, inst, 32)
+        return lambda w: np.float32(np.uint32(rd(w)).view(np.float32))
+
+    lo = [half_reader(k, opsel >> k & 1) for k in range(n)]
+    hi = [half_reader(k, opsel_hi >> k & 1) for k in range(n)]
+
+    def op(vals, negm):
+        vals = [(-v if (negm >> k & 1) and name != "v_pk_mov_b32" else v) for k, v in enumerate(vals)]
+        if name == "v_pk_fma_f32":
+            return fx.fma_f32(*vals)
+        if name == "v_pk_mul_f32":
+            return vals[0] * vals[1]
+        if name == "v_pk_add_f32":
+            return vals[0] + vals[1]
+        return vals  # mov: (low from src0, high from src1)
+
+    def run(w):
+        if name == "v_pk_mov_b32":
+            a = lo[0](w)
+            b = hi[1](w)
+        else:
+            a = op([r(w) for r in lo], neg)
+            b = op([r(w) for r in hi], neg_hi)
+        a = np.broadcast_to(np.asarray(a, np.float32), (64,))
+        b = np.broadcast_to(np.asarray(b, np.float32), (64,))
+        res = np.stack([a, b], axis=1)
+        if w.exec_full:
+            w.vf[:, d:d + 2] = res
+        else:
+            w.vf[w.exec_mask, d:d + 2] = res[w.exec_mask]
+    return run
+
+
+# ---- VOPC ----
+_FCMP = {
+    "f": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool), "lt": np.less, "eq": np.equal, "le": np.less_equal,
+    "gt": np.greater, "lg": lambda a, b: np.less(a, b) | np.greater(a, b), "ge": np.greater_equal,
+    "o": lambda a, b: ~(np.isnan(a) | np.isnan(b)), "u": lambda a, b: np.isnan(a) | np.isnan(b),
+    "nge": lambda a, b: ~np.greater_equal(a, b), "nlg": lambda a, b: ~(np.less(a, b) | np.greater(a, b)),
+    "ngt": lambda a, b: ~np.greater(a, b), "nle": lambda a, b: ~np.less_equal(a, b),
+    "neq": lambda a, b: ~np.equal(a, b), "nlt": lambda a, b: ~np.less(a, b),
+    "tru": lambda a, b: np.ones(np.broadcast(a, b).shape, bool),
+}
+_ICMP = {"f": _FCMP["f"], "lt": np.less, "eq": np.equal, "le": np.less_equal, "gt": np.greater,
+         "ne": np.not_equal, "ge": np.greater_equal, "t": _FCMP["tru"]}
+
+
+def _class_mask(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """v_cmp_class: bit k of S1 selects class k of S0 (0 sNaN, 1 qNaN, 2 -inf, 3 -normal, 4 -denorm,
+    5 -0, 6 +0, 7 +denorm, 8 +normal, 9 +inf)."""
+    x = np.asarray(x)
+    if x.dtype == np.float32:
+        b = x.view(np.uint32).astype(np.uint64)
+        expm, manm, quiet, sign = 0x7F800000, 0x7FFFFF, 0x400000, 0x80000000
+    else:
+        b = x.view(np.uint64)
+        expm, manm, quiet, sign = 0x7FF0000000000000, 0xFFFFFFFFFFFFF, 0x8000000000000, 1 << 63
+    e, man, neg = b & np.uint64(expm), b & np.uint64(manm), (b & np.uint64(sign)) != 0
+    nan = (e == expm) & (man != 0)
+    cls = np.select(
+        [nan & ((b & np.uint64(quiet)) == 0), nan, (e == expm) & neg, (e == expm),
+         (e == 0) & (man == 0) & neg, (e == 0) & (man == 0), (e == 0) & neg, (e == 0), neg],
+        [0, 1, 2, 9, 5, 6, 4, 7, 3], default=8)
+    return ((np.asarray(m, np.uint32) >> cls.astype(np.uint32)) & 1).astype(bool)
+
+
+def build_vopc(inst: Instruction, ctx) -> Callable:
+    name = base_name(inst)
+    parts = name.split("_")  # v_cmp[x]_<op>_<type>
+    cmpx = parts[1] == "cmpx"
+    op, ty = parts[2], parts[3]
+    src = _Srcs(inst)
+    if op == "class":
+        vt = F32 if ty == "f32" else F64
+        r0, r1 = src.reader(0, vt, ctx), src.reader(1, U32, ctx)
+        f = _class_mask
+    else:
+        vt = {"f32": F32, "f64": F64, "i32": I32, "u32": U32, "i64": I64, "u64": U64}.get(ty)
+        if vt is None:
+            raise DecodeError(f"unimplemented {inst}")
+        f = (_FCMP if ty[0] == "f" else _ICMP)[op]
+        r0, r1 = src.reader(0, vt, ctx), src.reader(1, vt, ctx)
+    dst = swriter(VCC if inst.fmt == "VOPC" else inst.fields["vdst"], inst, 64)
+
+    def run(w):
+        with np.errstate(invalid="ignore"):
+            m = np.broadcast_to(f(r0(w), r1(w)), (64,)) & w.exec_mask
+        bits = mask_to_bits(m)
+        dst(w, bits)
+        if cmpx:
+            w.set_exec(bits)
+    return run
+
+
+SPECIAL: dict[str, Callable] = {
+    "v_fmac_f32": _fmac, "v_fmamk_f32": _fmamk, "v_fmaak_f32": _fmamk, "v_cndmask_b32": _cndmask,
+    "v_add_co_u32": _addsub_co, "v_sub_co_u32": _addsub_co, "v_subrev_co_u32": _addsub_co,
+    "v_addc_co_u32": _addsub_co, "v_subb_co_u32": _addsub_co, "v_subbrev_co_u32": _addsub_co,
+    "v_mad_u64_u32": _mad64, "v_mad_i64_i32": _mad64,
+    "v_readfirstlane_b32": _readfirstlane, "v_readlane_b32": _readlane, "v_writelane_b32": _writelane,
+    "v_mbcnt_lo_u32_b32": _mbcnt, "v_mbcnt_hi_u32_b32": _mbcnt,
+    "v_permlane32_swap_b32": _permlane32_swap, "v_permlane16_swap_b32": _permlane16_swap, "v_swap_b32": _swap,
+    "v_accvgpr_read_b32": _accvgpr, "v_accvgpr_write_b32": _accvgpr, "v_accvgpr_mov_b32": _accvgpr,
+    "v_pk_fma_f32": _pk_f32, "v_pk_mul_f32": _pk_f32, "v_pk_add_f32": _pk_f32, "v_pk_mov_b32": _pk_f32,
+    "v_nop": lambda inst, ctx: (lambda w: None),
+}
