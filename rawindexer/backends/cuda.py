@@ -1,0 +1,127 @@
+"""CUDA runtime backend through the driver API of ``cuda-bindings`` (``cuda.bindings.driver``) only.
+
+Loads the sm_90a cubin with cuModuleLoadData, launches with cuLaunchKernel and hands the packed kernarg
+buffer over through ``extra`` (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE / _END), so the same packer
+(:func:`rawindexer.dispatch.base.pack_kernargs`) serves every backend. Works in the device's primary
+context, the one PyTorch, CuPy and JAX use, so their pointers and streams are valid here.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Sequence
+
+from .base import Backend, BufferSpan, DeviceAllocation
+
+# Markers of cuLaunchKernel's ``extra`` array (cuda.h). Unlike HIP's (POINTER=1, SIZE=2, END=3).
+CU_LAUNCH_PARAM_END = 0
+CU_LAUNCH_PARAM_BUFFER_POINTER = 1
+CU_LAUNCH_PARAM_BUFFER_SIZE = 2
+
+
+def _driver() -> Any:
+    try:
+        from cuda.bindings import driver
+    except ImportError as exc:  # pragma: no cover - exercised where cuda-bindings is absent
+        raise ImportError(
+            "the CUDA backend needs cuda-bindings (the driver API): pip install 'rawindexer[cuda]' "
+            "or pip install cuda-bindings"
+        ) from exc
+    return driver
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call returned something other than CUDA_SUCCESS."""
+
+
+class CudaBackend(Backend):
+    """Backend for NVIDIA sm_90a through cuda.bindings.driver. ``device_id`` is the CUDA ordinal."""
+
+    name = "cuda"
+    dlpack_device_type = 2  # kDLCUDA
+    arch = "sm_90a"
+
+    def __init__(self, device_id: int = 0) -> None:
+        self.driver = _driver()
+        self.device_id = device_id
+        self._check(self.driver.cuInit(0), "cuInit")
+        self.device = self._check(self.driver.cuDeviceGet(device_id), "cuDeviceGet")
+        self.context = self._check(self.driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        self._make_current()
+        self._modules: list[Any] = []  # keep loaded modules alive as long as the backend
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def _check(self, result: Any, what: str) -> Any:
+        """cuda-bindings returns (CUresult, *values); raise on error, return the value(s)."""
+        if isinstance(result, tuple):
+            err, values = result[0], result[1:]
+        else:
+            err, values = result, ()
+        if err != self.driver.CUresult.CUDA_SUCCESS:
+            name = ""
+            try:
+                e2, s = self.driver.cuGetErrorName(err)
+                name = s.decode() if isinstance(s, bytes) else str(s)
+            except Exception:  # error naming is best effort
+                pass
+            raise CudaError(f"{what} failed: {name or err}")
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else values
+
+    def _make_current(self) -> None:
+        self._check(self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+    def _stream(self, stream: int) -> Any:
+        return self.driver.CUstream(int(stream))
+
+    # -- Backend ------------------------------------------------------------------------------------
+    def load_module(self, image: bytes) -> Any:
+        self._make_current()
+        module = self._check(self.driver.cuModuleLoadData(bytes(image)), "cuModuleLoadData")
+        self._modules.append(module)
+        return module
+
+    def get_function(self, module: Any, name: str) -> Any:
+        return self._check(self.driver.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
+
+    def launch(
+        self,
+        function: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        kernargs: bytes,
+        stream: int = 0,
+        buffers: Sequence[BufferSpan] = (),
+        shared_mem: int = 0,
+    ) -> None:
+        """Enqueue ``function`` with the packed ``kernargs`` (bytes laid out per the manifest)."""
+        arg_buf = ctypes.create_string_buffer(bytes(kernargs), len(kernargs))
+        arg_size = ctypes.c_size_t(len(kernargs))
+        extra = (ctypes.c_void_p * 5)(
+            CU_LAUNCH_PARAM_BUFFER_POINTER, ctypes.addressof(arg_buf),
+            CU_LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(arg_size),
+            CU_LAUNCH_PARAM_END,
+        )
+        # The driver copies the buffer during the call, so the ctypes objects may die right after it.
+        self._check(
+            self.driver.cuLaunchKernel(function, *map(int, grid), *map(int, block), int(shared_mem),
+                                       self._stream(stream), 0, ctypes.addressof(extra)),
+            "cuLaunchKernel",
+        )
+
+    def synchronize(self, stream: int = 0) -> None:
+        self._check(self.driver.cuStreamSynchronize(self._stream(stream)), "cuStreamSynchronize")
+
+    def alloc(self, nbytes: int) -> DeviceAllocation:
+        self._make_current()
+        ptr = self._check(self.driver.cuMemAlloc(max(1, int(nbytes))), "cuMemAlloc")
+        return DeviceAllocation(ptr=int(ptr), nbytes=int(nbytes), backend=self)
+
+    def free(self, allocation: DeviceAllocation) -> None:
+        self._check(self.driver.cuMemFree(self.driver.CUdeviceptr(allocation.ptr)), "cuMemFree")
+
+    def compute_units(self, device_id: int | None = None) -> int:
+        dev = self.device if device_id is None or device_id == self.device_id else \
+            self._check(self.driver.cuDeviceGet(device_id), "cuDeviceGet")
+        attr = self.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        return int(self._check(self.driver.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))

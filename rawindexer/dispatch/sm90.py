@@ -1,0 +1,121 @@
+"""Host side of the sm_90a (Hopper) kernel family: variant choice, launch geometry, kernargs.
+
+Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``). Two implementations:
+
+* ``wg``  -- wgmma path (default): one 64-token K tile per warpgroup step, N = BLOCK_M * heads in {64, 128, 256}
+* ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
+  HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
+"""
+from __future__ import annotations
+
+from math import ceil
+from pathlib import Path
+
+from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
+
+FLAG_CLEAN_LOGITS = 1
+FLAG_REVERSE_ROWS = 2
+MAX_WARPS = 8          # __launch_bounds__(256) in the source
+MAX_GRID_Y = 65535
+TILE_TOKENS = {"wg": 64, "mma": 32}
+#: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
+DEFAULT_N = 128
+#: Hopper blocks resident per SM we aim to fill with row blocks x splits before splitting further
+TARGET_BLOCKS_PER_SM = 4
+#: seed rule: high-m-first dispatch pays once rows' windows are long
+REVERSE_ROWS_MIN_N = 2048
+
+
+class Sm90Family(KernelFamily):
+    """fp8_mqa_logits on sm_90a. ``impl`` picks "wg" (wgmma) or "mma" (mma.sync)."""
+
+    arch = "sm_90a"
+
+    def __init__(self, build_dir: Path = BUILD_DIR, impl: str = "wg") -> None:
+        super().__init__(build_dir)
+        if impl not in TILE_TOKENS:
+            raise ValueError(f"impl must be one of {sorted(TILE_TOKENS)}, got {impl!r}")
+        self.impl = impl
+
+    def _variants(self, heads: int, head_dim: int) -> dict[int, str]:
+        """BLOCK_M -> symbol for one (heads, head_dim) of this implementation."""
+        found = {}
+        for symbol, k in self.target["kernels"].items():
+            p = k["params"]
+            if p["heads"] == heads and p["head_dim"] == head_dim and p.get("impl") == self.impl:
+                found[p["block_m"]] = symbol
+        return found
+
+    def is_supported(self, heads: int, head_dim: int) -> bool:
+        return bool(self._variants(heads, head_dim))
+
+    def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
+        p, t = problem, tunables
+        variants = self._variants(p.heads, p.head_dim)
+        if not variants:
+            raise ValueError(f"sm_90a has no {self.impl} kernel for heads={p.heads}, head_dim={p.head_dim} "
+                             f"(built: {sorted({(k['params']['heads'], k['params']['head_dim']) for k in self.target['kernels'].values()})})")
+        if p.M < 0 or p.N < 0:
+            raise ValueError(f"M and N must be >= 0, got M={p.M}, N={p.N}")
+        if p.out_row_stride < p.N:
+            raise ValueError(f"out_row_stride ({p.out_row_stride}) must be >= N ({p.N})")
+        if p.N >= 2**31 or p.M >= 2**31:
+            raise ValueError("M and N must fit in int32")
+        for name in ("q", "k"):
+            if getattr(pointers, name) % 16:
+                raise ValueError(f"{name} must be 16-byte aligned (the kernel reads it with 16-byte loads)")
+        if t.unroll2:
+            raise ValueError("unroll2 is a gfx950 tunable; the sm_90a kernel has a single tile schedule")
+
+        # BLOCK_M: wgmma N = BLOCK_M * heads; default N = DEFAULT_N (mma: the one built BLOCK_M).
+        if t.block_m:
+            if t.block_m not in variants:
+                raise ValueError(f"block_m={t.block_m} not built for heads={p.heads}, head_dim={p.head_dim} "
+                                 f"({self.impl}); choose from {sorted(variants)}")
+            block_m = t.block_m
+        elif self.impl == "wg":
+            block_m = min(variants, key=lambda bm: abs(bm * p.heads - DEFAULT_N))
+        else:
+            block_m = max(variants)
+
+        if t.num_warps:
+            if not 1 <= t.num_warps <= MAX_WARPS or (self.impl == "wg" and t.num_warps % 4):
+                raise ValueError(f"num_warps must be in 1..{MAX_WARPS}"
+                                 + (" and a multiple of 4 (whole warpgroups)" if self.impl == "wg" else "")
+                                 + f", got {t.num_warps}")
+            num_warps = t.num_warps
+        else:
+            num_warps = 8 if self.impl == "wg" else 4
+
+        row_blocks = max(1, ceil(p.M / block_m))
+        if t.split_n:
+            if not 1 <= t.split_n <= MAX_GRID_Y:
+                raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
+            split_n = t.split_n
+        else:
+            # Fill the card: enough (row block, split) pairs for TARGET_BLOCKS_PER_SM per SM, but keep at
+            # least two tiles per warp stream so the split does not turn into pure prologue.
+            want = ceil(TARGET_BLOCKS_PER_SM * max(1, compute_units) / row_blocks)
+            streams = num_warps // 4 if self.impl == "wg" else num_warps
+            cap = max(1, ceil(p.N / TILE_TOKENS[self.impl]) // (2 * streams))
+            split_n = max(1, min(want, cap, MAX_GRID_Y))
+
+        reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
+        flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
+
+        symbol = variants[block_m]
+        entry = self.target["kernels"][symbol]
+        values = {
+            "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
+            "cu_seqlen_ks": pointers.cu_seqlen_ks, "cu_seqlen_ke": pointers.cu_seqlen_ke, "out": pointers.out,
+            "out_row_stride": p.out_row_stride, "M": p.M, "N": p.N, "split_n": split_n,
+            "num_warps": num_warps, "flags": flags,
+        }
+        return LaunchPlan(
+            symbol=symbol,
+            grid=(row_blocks, split_n, 1),
+            block=(32 * num_warps, 1, 1),
+            kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
+            config={"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
+                    "reverse_rows": reverse, "unroll2": False},
+        )
