@@ -35,13 +35,42 @@ def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, e
 
 
+_MID_MASK = np.uint64(0x1FFFFFFF)   # float64 mantissa bits below float32 precision
+_MID = np.uint64(0x10000000)         # ... exactly half a float32 ulp: a float32 tie
+_TINY = np.float64(2.0 ** -126)
+
+
+_TINY2 = np.uint64(0x3810000000000000 << 1)  # 2^-126 as float64 bits, shifted past the sign bit
+_ONE = np.uint64(1)
+_nz = np.count_nonzero  # much cheaper than ndarray.any() on 64 elements
+
+
+def _needs_care(s: np.ndarray) -> bool:
+    """True if rounding float64 ``s`` to float32 might differ from rounding the exact value: ``s`` sits
+    on a float32 tie (normal range), or is a float32 subnormal (whose ties sit elsewhere)."""
+    bits = s.view(np.uint64)
+    tie = (bits & _MID_MASK) == _MID
+    tiny = ((bits << _ONE) - _ONE) < _TINY2 - _ONE  # 0 < |s| < 2^-126 (zero wraps around)
+    return bool(_nz(tie | tiny))
+
+
+def add_to_f32(x: np.ndarray, y) -> np.ndarray:
+    """float32 of the exact sum of float64 ``x`` (exact values) and ``y`` (float32/64), rounded once."""
+    s = x + y
+    if s.ndim and _needs_care(s):
+        with np.errstate(invalid="ignore"):
+            s2, e = two_sum(x, np.asarray(y, np.float64))
+            return round_f64_to_f32_exact(s2, np.broadcast_to(e, s2.shape))
+    return s.astype(np.float32)
+
+
 def fma_f32(a, b, c) -> np.ndarray:
     """Correctly rounded float32 a*b + c (the product of two float32 is exact in float64)."""
-    a64 = np.asarray(a, dtype=np.float64)
-    p = a64 * np.asarray(b, dtype=np.float64)
-    s, e = two_sum(p, np.asarray(c, dtype=np.float64))
-    with np.errstate(invalid="ignore"):
-        return np.asarray(round_f64_to_f32_exact(np.atleast_1d(s), np.atleast_1d(e))).reshape(np.shape(s))
+    p = np.multiply(a, b, dtype=np.float64)
+    if p.ndim == 0:
+        p = p.reshape(1)
+        return add_to_f32(p, c)
+    return add_to_f32(p, c)
 
 
 def fma_f64(a, b, c) -> np.ndarray:
@@ -72,23 +101,37 @@ def _is_snan32(x: np.ndarray) -> np.ndarray:
 def maxmin_f32(a, b, is_max: bool, ieee: bool = True) -> np.ndarray:
     """v_max_f32 / v_min_f32 per AMD pseudocode: a quiet NaN operand yields the other operand; in IEEE
     mode a signalling NaN yields itself quietened; max(+0, -0) = +0 and min(+0, -0) = -0."""
-    a = np.asarray(a, np.float32)
-    b = np.asarray(b, np.float32)
     r = np.fmax(a, b) if is_max else np.fmin(a, b)
+    if np.ndim(r) == 0:
+        r = np.asarray(r, np.float32).reshape(1)
+    # rare cases, detected cheaply: two zeros (numpy picks the sign by argument order), NaNs
+    if _nz(r == 0) or _nz(np.isnan(np.add(a, b, dtype=np.float32))):
+        return _maxmin_slow(np.asarray(a, np.float32), np.asarray(b, np.float32), r, is_max, ieee)
+    return r
+
+
+def relu_f32(x) -> np.ndarray:
+    """v_max_f32 with one operand the constant +0: max(+0, -0) = +0, quiet NaN -> +0, sNaN -> quietened."""
+    r = np.fmax(x, np.float32(0)) + np.float32(0)  # + 0 turns a -0 result into +0
+    if _nz(np.isnan(x)):
+        return _maxmin_slow(np.asarray(x, np.float32), np.float32(0), r, True, True)
+    return r
+
+
+def _maxmin_slow(a, b, r, is_max, ieee):
     r = np.array(r, np.float32, copy=True, ndmin=1)
-    both_zero = (a == 0) & (b == 0)
+    a1, b1 = np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(b))
+    both_zero = (a1 == 0) & (b1 == 0)
     if both_zero.any():
-        ab, bb = np.broadcast_arrays(a.view(np.uint32), b.view(np.uint32))
+        ab, bb = a1.view(np.uint32), b1.view(np.uint32)
         bits = (ab & bb) if is_max else (ab | bb)
-        r.view(np.uint32)[both_zero] = np.broadcast_to(bits, r.shape)[both_zero]
+        r.view(np.uint32)[both_zero] = bits[both_zero]
     if ieee:
-        an, bn = np.isnan(a), np.isnan(b)
-        if an.any() or bn.any():
-            sa, sb = np.broadcast_arrays(_is_snan32(np.atleast_1d(a)), _is_snan32(np.atleast_1d(b)))
-            aa, bb2 = np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(b))
-            q = np.where(sa, aa.view(np.uint32) | 0x400000, np.where(sb, bb2.view(np.uint32) | 0x400000, 0))
-            sel = sa | sb
-            r.view(np.uint32)[sel] = q[sel].astype(np.uint32)
+        sa, sb = _is_snan32(np.ascontiguousarray(a1)), _is_snan32(np.ascontiguousarray(b1))
+        sel = sa | sb
+        if sel.any():
+            q = np.where(sa, a1.view(np.uint32) | 0x400000, b1.view(np.uint32) | 0x400000).astype(np.uint32)
+            r.view(np.uint32)[sel] = q[sel]
     return r
 
 

@@ -130,6 +130,8 @@ def build_mfma(inst: Instruction, ctx) -> Callable:
             raise DecodeError(f"MFMA C operand must be a register or an inline constant: {inst}")
         c_const = np.uint32(c_bits).view(np.int32 if out == "i32" else np.float32)
     rows, cols = _OUT[m]
+    # flat indices into the (64 x 64) lane-pair product for each k-group: row i + m*g, column j + m*g
+    flat = [((rows + m * g) * 64 + (cols + m * g)) for g in range(groups)]
     pc = inst.address
     int_out = out == "i32"
     if scaled:
@@ -141,27 +143,24 @@ def build_mfma(inst: Instruction, ctx) -> Callable:
     def run(w):
         if not w.exec_full:
             raise ExecMaskError(f"{inst.name} at pc 0x{pc:x} needs EXEC all ones, got 0x{w.exec_bits:016x}")
-        a_raw = np.ascontiguousarray(w.v[:, ra:ra + nregs]).view(np.uint8)[:, :items * bytes_per]
-        b_raw = np.ascontiguousarray(w.v[:, rb:rb + nregs]).view(np.uint8)[:, :items * bytes_per]
-        a = _decode_items(a_raw, kind, fa)
-        b = _decode_items(b_raw, kind, fb)
+        a = _decode_items(w.v[:, ra:ra + nregs].copy().view(np.uint8)[:, :items * bytes_per], kind, fa)
+        b = _decode_items(w.v[:, rb:rb + nregs].copy().view(np.uint8)[:, :items * bytes_per], kind, fb)
         if scaled:
             a = a * sa(w)[:, None]
             b = b * sb(w)[:, None]
-        # (groups, m, items) -> (m, groups*items): the pairing of A's and B's items is by (group, item)
-        am = a.reshape(groups, m, items).transpose(1, 0, 2).reshape(m, k)
-        bm = b.reshape(groups, m, items).transpose(1, 0, 2).reshape(m, k)
+        # one (64 x items) @ (items x 64) product pairs every lane of A with every lane of B; the
+        # MFMA sums, over the k-groups g, the blocks pairing lane i + m*g of A with lane j + m*g of B
+        p = a @ b.T
+        s = p.take(flat[0])
+        for fl in flat[1:]:
+            s += p.take(fl)
         if int_out:
-            prod = (am @ bm.T)
             c = w.vi[:, rc:rc + nout].astype(np.int64) if rc is not None else np.int64(c_const)
-            w.vi[:, rd:rd + nout] = (prod[rows, cols] + c).astype(np.int64).astype(np.int32)
+            w.vi[:, rd:rd + nout] = (s + c).astype(np.int64).astype(np.int32)
             return
+        c = w.vf[:, rc:rc + nout] if rc is not None else np.float32(c_const)
         with np.errstate(invalid="ignore", over="ignore"):
-            prod = am @ bm.T
-            s = prod[rows, cols]
-            c = w.vf[:, rc:rc + nout].astype(np.float64) if rc is not None else np.float64(c_const)
-            tot, err = fx.two_sum(s, c)
-            w.vf[:, rd:rd + nout] = fx.round_f64_to_f32_exact(tot, err)
+            w.vf[:, rd:rd + nout] = fx.add_to_f32(s, c)
     return run
 
 

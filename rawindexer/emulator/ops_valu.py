@@ -368,6 +368,11 @@ def build_valu(inst: Instruction, ctx) -> Callable:
         raise DecodeError(f"unimplemented {inst}")
     tys, dty, f = spec
     src = _Srcs(inst)
+    if name == "v_max_f32" and 128 in src.codes[:2] and not (src.neg or src.abs or src.clamp or src.omod):
+        # ReLU (max with +0), the kernel's hottest VALU op: a cheaper exact formulation
+        x = src.reader(1 if src.codes[0] == 128 else 0, F32, ctx)
+        wr = vwriter(inst.fields["vdst"], F32)
+        return lambda w: wr(w, fx.relu_f32(x(w)))
     f = _post(f, dty, src)
     rds = [src.reader(k, t, ctx) for k, t in enumerate(tys)]
     wr = vwriter(inst.fields["vdst"], dty)
