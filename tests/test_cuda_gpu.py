@@ -91,7 +91,11 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
             ok, msg = False, msg + " | wrote into the row padding"
         if repeat_check and ok:
             again = torch.full_like(out, float("nan"))
-            rawindexer.fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits=clean, out=again)
+            if impl == "api":
+                rawindexer.fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits=clean, out=again)
+            else:
+                launch_direct(impl, q, k, kv_scale, weights, ks, ke, again, clean)
+            torch.cuda.synchronize()
             same = torch.equal(torch.nan_to_num(again, nan=1.0), torch.nan_to_num(out.contiguous(), nan=1.0))
             if not same:
                 ok, msg = False, msg + " | NOT bitwise repeatable"

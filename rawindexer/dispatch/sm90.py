@@ -21,7 +21,7 @@ TILE_TOKENS = {"wg": 64, "mma": 32}
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
 DEFAULT_N = 128
 #: Hopper blocks resident per SM we aim to fill with row blocks x splits before splitting further
-TARGET_BLOCKS_PER_SM = 4
+TARGET_BLOCKS_PER_SM = 2
 #: seed rule: high-m-first dispatch pays once rows' windows are long
 REVERSE_ROWS_MIN_N = 2048
 
@@ -84,20 +84,21 @@ class Sm90Family(KernelFamily):
                                  + (" and a multiple of 4 (whole warpgroups)" if self.impl == "wg" else "")
                                  + f", got {t.num_warps}")
             num_warps = t.num_warps
-        else:
-            num_warps = 8 if self.impl == "wg" else 4
-
         row_blocks = max(1, ceil(p.M / block_m))
+        if not t.num_warps:
+            # H200 sweep (docs/PERFORMANCE.md): one warpgroup per block wins once the row grid alone fills
+            # the card twice over; below that two warpgroups sharing one staged Q win (128 x 32768: 64 vs 72 us).
+            num_warps = 4 if self.impl != "wg" or row_blocks >= 2 * max(1, compute_units) else 8
         if t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
             split_n = t.split_n
         else:
             # Fill the card: enough (row block, split) pairs for TARGET_BLOCKS_PER_SM per SM, but keep at
-            # least two tiles per warp stream so the split does not turn into pure prologue.
+            # least eight tiles per stream: on short rows (N=1024) every split re-stages Q and split 1 measured best.
             want = ceil(TARGET_BLOCKS_PER_SM * max(1, compute_units) / row_blocks)
             streams = num_warps // 4 if self.impl == "wg" else num_warps
-            cap = max(1, ceil(p.N / TILE_TOKENS[self.impl]) // (2 * streams))
+            cap = max(1, ceil(p.N / TILE_TOKENS[self.impl]) // (8 * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
 
         reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N

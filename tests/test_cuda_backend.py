@@ -1,0 +1,226 @@
+"""CPU-only tests of the sm_90a target: build resources, manifest layout, the host heuristic, and the CUDA
+backend's driver call sequence against a fake ``cuda.bindings.driver`` (no GPU, no cuda-bindings needed)."""
+from __future__ import annotations
+
+import ctypes
+import json
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import build  # noqa: E402
+from rawindexer.dispatch.base import Pointers, Problem, Tunables  # noqa: E402
+
+EXPECTED_OFFSETS = [0, 8, 16, 24, 32, 40, 48, 56, 64, 68, 72, 76, 80]
+
+
+@pytest.fixture(scope="module")
+def sm90_target(tmp_path_factory) -> tuple[Path, dict]:
+    """The sm_90a manifest target: from build/ when `make` built it, else built here when nvcc exists."""
+    manifest = ROOT / "build" / "manifest.json"
+    if manifest.exists() and "sm_90a" in json.loads(manifest.read_text()).get("targets", {}):
+        return ROOT / "build", json.loads(manifest.read_text())["targets"]["sm_90a"]
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc and no built sm_90a target")
+    out = tmp_path_factory.mktemp("sm90")
+    path = build.build_sm90(out)
+    return out, json.loads(path.read_text())["targets"]["sm_90a"]
+
+
+def test_every_variant_built_without_spills_or_local_memory(sm90_target):
+    build_dir, target = sm90_target
+    assert (build_dir / target["code_object"]).exists()
+    assert set(target["kernels"]) == {v.symbol for v in build.SM90_VARIANTS}
+    for name, k in target["kernels"].items():
+        r = k["resources"]
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0, name
+        assert r["stack_frame"] == 0 and r.get("lmem", 0) == 0, name
+        assert 0 < r["registers"] <= 255, name
+        assert r["smem"] <= 48 * 1024, name
+
+
+def test_kernarg_layout_matches_the_gfx950_argument_list(sm90_target):
+    _, target = sm90_target
+    for name, k in target["kernels"].items():
+        assert [a["name"] for a in k["args"]] == [n for n, _ in build.KERNEL_ARGS], name
+        assert [a["offset"] for a in k["args"]] == EXPECTED_OFFSETS, name
+        assert [a["size"] for a in k["args"]] == [s for _, s in build.KERNEL_ARGS], name
+        assert k["kernarg_size"] == 84, name
+
+
+def test_coverage_of_heads_and_dims(sm90_target):
+    _, target = sm90_target
+    covered = {(k["params"]["heads"], k["params"]["head_dim"]) for k in target["kernels"].values()
+               if k["params"]["impl"] == "wg"}
+    assert covered == {(h, d) for h in (32, 64, 128) for d in (64, 128)}
+
+
+def test_parse_ptxas_report():
+    text = """ptxas info    : Compiling entry function 'kern_a' for 'sm_90a'
+ptxas info    : Function properties for kern_a
+    8 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers, 8 bytes cumulative stack size, 34944 bytes smem
+"""
+    r = build.parse_ptxas_report(text)["kern_a"]
+    assert r == {"stack_frame": 8, "spill_stores": 4, "spill_loads": 8, "registers": 128, "smem": 34944, "lmem": 0}
+
+
+# ---------------------------------------------------------------------------------------------------
+# host heuristic
+# ---------------------------------------------------------------------------------------------------
+def _family(sm90_target):
+    from rawindexer.dispatch.sm90 import Sm90Family
+    return Sm90Family(build_dir=sm90_target[0])
+
+
+PTRS = Pointers(*[1 << 20] * 7)
+
+
+def test_plan_defaults_and_kernargs(sm90_target):
+    fam = _family(sm90_target)
+    plan = fam.plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
+    assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm4_wg"
+    assert plan.grid == (1024, 1, 1) and plan.block == (128, 1, 1)
+    assert plan.config["reverse_rows"] is True
+    # flags = clean | reverse at offset 80; M, N at 64, 68
+    assert int.from_bytes(plan.kernargs[80:84], "little") == 3
+    assert int.from_bytes(plan.kernargs[64:68], "little") == 4096
+    assert int.from_bytes(plan.kernargs[68:72], "little") == 32768
+    small = fam.plan(Problem(128, 32768, 64, 128, 32768, False), Tunables(), PTRS, 132)
+    assert small.grid[1] > 1, "a small row grid must be split over N to fill the card"
+
+
+@pytest.mark.parametrize("tunables, problem, match", [
+    (Tunables(block_m=3), Problem(64, 64, 32, 128, 64, True), "block_m"),
+    (Tunables(num_warps=6), Problem(64, 64, 32, 128, 64, True), "num_warps"),
+    (Tunables(split_n=70000), Problem(64, 64, 32, 128, 64, True), "split_n"),
+    (Tunables(unroll2=True), Problem(64, 64, 32, 128, 64, True), "unroll2"),
+    (Tunables(), Problem(64, 64, 32, 128, 63, True), "out_row_stride"),
+    (Tunables(), Problem(64, 64, 48, 128, 64, True), "heads=48"),
+])
+def test_plan_rejects_bad_input(sm90_target, tunables, problem, match):
+    with pytest.raises(ValueError, match=match):
+        _family(sm90_target).plan(problem, tunables, PTRS, 132)
+
+
+def test_plan_rejects_misaligned_q(sm90_target):
+    with pytest.raises(ValueError, match="16-byte"):
+        _family(sm90_target).plan(Problem(4, 64, 32, 128, 64, True), Tunables(),
+                                  Pointers(8, 16, 16, 16, 16, 16, 16), 132)
+
+
+# ---------------------------------------------------------------------------------------------------
+# CudaBackend against a fake driver module
+# ---------------------------------------------------------------------------------------------------
+class _FakeDriver(types.ModuleType):
+    """Records every call; returns (CUresult, value) tuples like cuda-bindings."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+        CUDA_ERROR_INVALID_VALUE = 1
+
+    class CUdevice_attribute:
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+
+    class CUstream(int):
+        pass
+
+    class CUdeviceptr(int):
+        pass
+
+    def __init__(self) -> None:
+        super().__init__("cuda.bindings.driver")
+        self.calls: list[tuple] = []
+        self.fail: str | None = None
+
+    def _rec(self, name, *args, value=None):
+        self.calls.append((name, args))
+        err = self.CUresult.CUDA_ERROR_INVALID_VALUE if self.fail == name else self.CUresult.CUDA_SUCCESS
+        return (err,) if value is None else (err, value)
+
+    def cuInit(self, flags): return self._rec("cuInit", flags)
+    def cuDeviceGet(self, i): return self._rec("cuDeviceGet", i, value=f"dev{i}")
+    def cuDevicePrimaryCtxRetain(self, d): return self._rec("cuDevicePrimaryCtxRetain", d, value="ctx")
+    def cuCtxSetCurrent(self, c): return self._rec("cuCtxSetCurrent", c)
+    def cuModuleLoadData(self, image): return self._rec("cuModuleLoadData", image, value="module")
+    def cuModuleGetFunction(self, m, name): return self._rec("cuModuleGetFunction", m, name, value="fn")
+    def cuStreamSynchronize(self, s): return self._rec("cuStreamSynchronize", int(s))
+    def cuMemAlloc(self, n): return self._rec("cuMemAlloc", n, value=self.CUdeviceptr(0x1000))
+    def cuMemFree(self, p): return self._rec("cuMemFree", int(p))
+    def cuDeviceGetAttribute(self, a, d): return self._rec("cuDeviceGetAttribute", a, d, value=132)
+    def cuGetErrorName(self, e): return (0, b"CUDA_ERROR_INVALID_VALUE")
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        # Decode the extra array now: its buffers only live for the duration of the call.
+        arr = (ctypes.c_void_p * 5).from_address(extra)
+        size = ctypes.c_size_t.from_address(arr[3]).value
+        payload = ctypes.string_at(arr[1], size)
+        return self._rec("cuLaunchKernel", f, (gx, gy, gz), (bx, by, bz), shared, int(stream), params,
+                         (arr[0], arr[2], arr[4] or 0), payload)
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    drv = _FakeDriver()
+    cuda = types.ModuleType("cuda")
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.driver = drv
+    cuda.bindings = bindings
+    monkeypatch.setitem(sys.modules, "cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", drv)
+    return drv
+
+
+def test_backend_call_sequence(fake_driver):
+    from rawindexer.backends.cuda import CudaBackend
+
+    be = CudaBackend()
+    assert (be.name, be.dlpack_device_type, be.arch) == ("cuda", 2, "sm_90a")
+    assert [c[0] for c in fake_driver.calls] == ["cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
+                                                 "cuCtxSetCurrent"]
+    mod = be.load_module(b"\x7fELFcubin")
+    assert fake_driver.calls[-1] == ("cuModuleLoadData", (b"\x7fELFcubin",))
+    fn = be.get_function(mod, "fp8_mqa_logits_sm90_h32_d128_bm4_wg")
+    assert fake_driver.calls[-1] == ("cuModuleGetFunction", ("module", b"fp8_mqa_logits_sm90_h32_d128_bm4_wg"))
+    kernargs = bytes(range(84))
+    be.launch(fn, (10, 2, 1), (128, 1, 1), kernargs, stream=77)
+    name, args = fake_driver.calls[-1]
+    assert name == "cuLaunchKernel"
+    assert args[:6] == ("fn", (10, 2, 1), (128, 1, 1), 0, 77, 0)
+    assert args[6] == (1, 2, 0)  # BUFFER_POINTER, BUFFER_SIZE, END
+    assert args[7] == kernargs
+    be.synchronize(77)
+    assert fake_driver.calls[-1] == ("cuStreamSynchronize", (77,))
+    assert be.compute_units() == 132
+    alloc = be.alloc(4096)
+    assert alloc.ptr == 0x1000 and alloc.nbytes == 4096
+    alloc.free()
+    assert fake_driver.calls[-1] == ("cuMemFree", (0x1000,))
+
+
+def test_backend_raises_on_error_codes(fake_driver):
+    from rawindexer.backends.cuda import CudaBackend, CudaError
+
+    be = CudaBackend()
+    fake_driver.fail = "cuLaunchKernel"
+    with pytest.raises(CudaError, match="cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"):
+        be.launch("fn", (1, 1, 1), (32, 1, 1), bytes(84))
+    fake_driver.fail = "cuModuleLoadData"
+    with pytest.raises(CudaError, match="cuModuleLoadData"):
+        be.load_module(b"x")
+
+
+def test_backend_without_cuda_bindings(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cuda", None)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)
+    from rawindexer.backends.cuda import CudaBackend
+
+    with pytest.raises(ImportError, match="cuda-bindings"):
+        CudaBackend()
