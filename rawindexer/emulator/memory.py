@@ -16,7 +16,7 @@ import numpy as np
 from .errors import MemoryFault
 
 
-@dataclass
+@dataclass(eq=False)
 class Span:
     """[ptr, ptr + nbytes) of host memory, viewed as bytes."""
 
