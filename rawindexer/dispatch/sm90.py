@@ -21,7 +21,7 @@ TILE_TOKENS = {"wg": 64, "mma": 32}
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
 DEFAULT_N = 128
 #: Hopper blocks resident per SM we aim to fill with row blocks x splits before splitting further
-TARGET_BLOCKS_PER_SM = 2
+TARGET_BLOCKS_PER_SM = 4
 #: seed rule: high-m-first dispatch pays once rows' windows are long
 REVERSE_ROWS_MIN_N = 2048
 
