@@ -715,7 +715,29 @@ def build_vopc(inst: Instruction, ctx) -> Callable:
     return run
 
 
+def _bitop3(inst, ctx):
+    """v_bitop3_b32: arbitrary 3-input bitwise function; its 8-entry truth table (index S0<<2|S1<<1|S2)
+    is stored in the OMOD:ABS:NEG fields."""
+    f = inst.fields
+    table = (f["omod"] << 6) | (f["abs"] << 3) | f["neg"]
+    codes = [f["src0"], f["src1"], f["src2"]]
+    rds = [vreader(c, U32, inst) for c in codes]
+    wr = vwriter(f["vdst"], U32)
+    full = np.uint32(M32)
+
+    def run(w):
+        a, b, c = (np.asarray(r(w), np.uint32) for r in rds)
+        na, nb, nc = ~a, ~b, ~c
+        out = np.zeros(np.broadcast(a, b, c).shape, np.uint32)
+        for t in range(8):
+            if table >> t & 1:
+                out |= (a if t & 4 else na) & (b if t & 2 else nb) & (c if t & 1 else nc)
+        wr(w, out & full)
+    return run
+
+
 SPECIAL: dict[str, Callable] = {
+    "v_bitop3_b32": _bitop3,
     "v_fmac_f32": _fmac, "v_fmamk_f32": _fmamk, "v_fmaak_f32": _fmamk, "v_cndmask_b32": _cndmask,
     "v_add_co_u32": _addsub_co, "v_sub_co_u32": _addsub_co, "v_subrev_co_u32": _addsub_co,
     "v_addc_co_u32": _addsub_co, "v_subb_co_u32": _addsub_co, "v_subbrev_co_u32": _addsub_co,
