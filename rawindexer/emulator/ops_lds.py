@@ -53,7 +53,8 @@ def build_ds(inst: Instruction, ctx) -> Callable:
 
     def addresses(w, extra=0):
         lanes = _lanes(w)
-        return lanes, w.v[lanes, a_reg].astype(np.int64) + (off + extra)
+        # LDS addresses are 32-bit: the compiler folds negative offsets into the VGPR and relies on wrap
+        return lanes, (w.v[lanes, a_reg].astype(np.int64) + (off + extra)) & 0xFFFFFFFF
 
     if name in _READ:
         size, sext = _READ[name]
@@ -93,7 +94,7 @@ def build_ds(inst: Instruction, ctx) -> Callable:
             lanes = _lanes(w)
             base = w.v[lanes, a_reg].astype(np.int64)
             for k, o in enumerate((o0, o1)):
-                a = base + o
+                a = (base + o) & 0xFFFFFFFF
                 _check(w, inst, lanes, a, size, write)
                 if write:
                     src = d0 if k == 0 else d1

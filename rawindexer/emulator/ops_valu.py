@@ -356,8 +356,100 @@ def _post(fn: Callable, ty: str, src: _Srcs) -> Callable:
     return post
 
 
+_SEL = {0: (0, 8), 1: (8, 8), 2: (16, 8), 3: (24, 8), 4: (0, 16), 5: (16, 16), 6: (0, 32)}
+
+
+def _sdwa_reader(code: int, is_sgpr: int, sel: int, sext: int, neg: int, absm: int, ty: str, inst) -> Callable:
+    """SDWA source: a byte/word/dword field of a VGPR (or SGPR), zero- or sign-extended."""
+    rd = vreader(code if is_sgpr else code + 256, U32, inst)
+    shift, width = _SEL[sel]
+    if width == 32:
+        if ty == F32:
+            base = vreader(code if is_sgpr else code + 256, F32, inst)
+            r0 = base
+            if absm:
+                r0 = lambda w, b=base: np.abs(b(w))  # noqa: E731
+            if neg:
+                r1 = r0
+                r0 = lambda w, b=r1: -b(w)  # noqa: E731
+            return r0
+        return rd if ty == U32 else (lambda w: np.asarray(rd(w), np.uint32).view(np.int32))
+    if ty == F32:
+        raise DecodeError(f"SDWA sub-dword float operand (16-bit op) not implemented: {inst}")
+    m = np.uint32((1 << width) - 1)
+
+    def r(w):
+        v = (np.asarray(rd(w), np.uint32) >> np.uint32(shift)) & m
+        if sext:
+            v = ((v.astype(np.int64) ^ (1 << (width - 1))) - (1 << (width - 1))).astype(np.int32)
+            return v if ty == I32 else v.view(np.uint32)
+        return v if ty == U32 else v.view(np.int32)
+    return r
+
+
+def _build_sdwa(inst: Instruction, ctx, name: str) -> Callable:
+    e = inst.fields["ext_word"]
+    sel0, sext0, neg0, abs0, s0 = (e >> 16) & 7, (e >> 19) & 1, (e >> 20) & 1, (e >> 21) & 1, (e >> 23) & 1
+    sel1, sext1, neg1, abs1, s1 = (e >> 24) & 7, (e >> 27) & 1, (e >> 28) & 1, (e >> 29) & 1, (e >> 31) & 1
+    src0 = e & 0xFF
+    if name.startswith("v_cmp"):
+        parts = name.split("_")
+        cmpx, op, ty = parts[1] == "cmpx", parts[2], parts[3]
+        vt = {"f32": F32, "i32": I32, "u32": U32}.get(ty)
+        if vt is None or op == "class":
+            raise DecodeError(f"unimplemented SDWA compare {inst}")
+        f = (_FCMP if ty[0] == "f" else _ICMP)[op]
+        r0 = _sdwa_reader(src0, s0, sel0, sext0, neg0, abs0, vt, inst)
+        r1 = _sdwa_reader(inst.fields["vsrc1"], 0, sel1, sext1, neg1, abs1, vt, inst)
+        dst = swriter((e >> 8) & 0x7F if (e >> 15) & 1 else VCC, inst, 64)
+
+        def run(w):
+            with np.errstate(invalid="ignore"):
+                m = np.broadcast_to(f(r0(w), r1(w)), (64,)) & w.exec_mask
+            bits = mask_to_bits(m)
+            dst(w, bits)
+            if cmpx:
+                w.set_exec(bits)
+        return run
+    spec = SIMPLE.get(name)
+    if spec is None:
+        raise DecodeError(f"unimplemented SDWA {inst}")
+    tys, dty, f = spec
+    if (e >> 13) & 1 or (e >> 14) & 3:
+        raise DecodeError(f"SDWA clamp/omod not implemented: {inst}")
+    rds = [_sdwa_reader(src0, s0, sel0, sext0, neg0, abs0, tys[0], inst)]
+    if len(tys) > 1:
+        rds.append(_sdwa_reader(inst.fields["vsrc1"], 0, sel1, sext1, neg1, abs1, tys[1], inst))
+    d = inst.fields["vdst"]
+    dsel, unused = (e >> 8) & 7, (e >> 11) & 3
+    shift, width = _SEL[dsel]
+    wr = vwriter(d, U32)
+    old = vreader(d + 256, U32, inst)
+
+    def run(w):
+        res = np.asarray(f(*[r(w) for r in rds]))
+        bits = (res.view(np.uint32) if res.dtype.itemsize == 4 else res.astype(np.uint32)).astype(np.uint32)
+        if width == 32:
+            wr(w, bits)
+            return
+        m = np.uint32((1 << width) - 1)
+        field = (bits & m) << np.uint32(shift)
+        if unused == 2:  # preserve the other bits
+            keep = np.uint32(M32 ^ (int(m) << shift))
+            wr(w, (np.asarray(old(w), np.uint32) & keep) | field)
+        elif unused == 1:  # sign-extend the field upwards
+            top = (bits >> np.uint32(width - 1)) & np.uint32(1)
+            ext = np.where(top == 1, np.uint32(M32 ^ ((1 << (shift + width)) - 1)), np.uint32(0))
+            wr(w, field | ext.astype(np.uint32))
+        else:
+            wr(w, field)
+    return run
+
+
 def build_valu(inst: Instruction, ctx) -> Callable:
     name = base_name(inst)
+    if name.endswith("_sdwa"):
+        return _build_sdwa(inst, ctx, name[:-5])
     special = SPECIAL.get(name)
     if special is not None:
         return special(inst, ctx)
