@@ -42,27 +42,50 @@ HIP_FLAGS = [
 
 @dataclass(frozen=True)
 class Variant:
-    """One template instantiation of the gfx950 kernel."""
+    """One template instantiation of the gfx950 kernel.
+
+    ``path`` picks the steady state: "seed" is the seed's design (32x32x64 fp8 score MFMA, ReLU +
+    weight FMA on the VALU, paired-row v_permlane32_swap head reduce), kept as the baseline under its
+    original symbol names; "mr" ("MFMA reduce") packs the scores to bf16 and does ReLU + weighted head
+    sum with 16x16x32 bf16 MFMAs (see the kernel source), ReLU as (s + |s|)/2 over two reduce MFMAs;
+    "mrp" is the same with ReLU as one v_pk_max_i16 on the packed pair and one reduce MFMA (fewer MFMA
+    passes, but the emulator cannot run v_pk_max_i16 yet, so it is built for the profile and for
+    hardware runs, never picked by default). Both walk two tiles per loop iteration (register
+    ping-pong), so ``unroll`` is always 1 there.
+    """
 
     heads: int
     head_dim: int
     block_m: int
     unroll: int
+    path: str = "seed"
 
     @property
     def symbol(self) -> str:
+        if self.path in ("mr", "mrp"):
+            return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.path}"
         return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_u{self.unroll}"
 
 
 # Which BLOCK_M fit without spilling: Q (H*D/256 VGPRs per row) and the per-lane weights (H/2 per row)
 # stay in registers for the whole block, so the largest BLOCK_M shrinks as H*D grows.
 MAX_BLOCK_M = {(32, 64): 7, (32, 128): 4, (64, 64): 3, (64, 128): 2, (128, 64): 2, (128, 128): 1}
-VARIANTS: list[Variant] = [
+SEED_VARIANTS: list[Variant] = [
     Variant(h, d, bm, u)
     for (h, d), max_bm in MAX_BLOCK_M.items()
     for bm in range(1, max_bm + 1)
     for u in (1, 2)
 ]
+# The "mr" path: BLOCK_M <= 4 (the reduce accumulator's register 0 holds 4 rows). Shipped where it
+# stays at <= 168 VGPRs (3 waves/SIMD) without spilling; odd BLOCK_M left out to keep the build short.
+# Q per row is H*D/256 VGPRs, the block-diagonal weights H/8, so H=128, D=128 fits only BLOCK_M=1.
+MR_BLOCK_M = {(32, 64): (1, 2, 4), (32, 128): (1, 2, 4), (64, 64): (1, 2, 4), (64, 128): (1, 2),
+              (128, 64): (1, 2), (128, 128): (1,)}
+MR_VARIANTS: list[Variant] = [
+    Variant(h, d, bm, 1, "mr") for (h, d), bms in MR_BLOCK_M.items() for bm in bms
+]
+MRP_VARIANTS: list[Variant] = [Variant(32, 128, 4, 1, "mrp")]
+VARIANTS: list[Variant] = SEED_VARIANTS + MR_VARIANTS + MRP_VARIANTS
 
 # Explicit kernel arguments, in order (must match INSTANTIATE in the source). The manifest takes the
 # offsets and sizes from the code object and checks them against these names and sizes.
@@ -138,7 +161,7 @@ def manifest_entry(variant: Variant, kernel) -> dict:
     vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
     return {
         "params": {"heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m,
-                   "unroll": variant.unroll},
+                   "unroll": variant.unroll, "path": variant.path},
         "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(KERNEL_ARGS, args)],
         "kernarg_size": meta[".kernarg_segment_size"],
         "kernarg_align": meta[".kernarg_segment_align"],
@@ -159,8 +182,11 @@ def build(out_dir: Path, variants: list[Variant] = VARIANTS) -> Path:
 
     hsaco = out_dir / f"fp8_mqa_logits.{ARCH}.hsaco"
     asm = out_dir / f"fp8_mqa_logits.{ARCH}.s"
-    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.unroll})" for v in variants)
-    compile_hip(KERNEL_SOURCE, hsaco, defines=[f"VARIANTS(X)={table}"], asm=asm)
+    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.unroll})" for v in variants if v.path == "seed")
+    mr_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mr")
+    mrp_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mrp")
+    compile_hip(KERNEL_SOURCE, hsaco, asm=asm, defines=[
+        f"VARIANTS(X)={table}", f"MR_VARIANTS(X)={mr_table}", f"MRP_VARIANTS(X)={mrp_table}"])
 
     co = CodeObject(hsaco.read_bytes())
     target = {
@@ -359,7 +385,7 @@ def main() -> None:
     print(f"built {len(kernels)} gfx950 kernels -> {path.parent}")
     for name, k in kernels.items():
         r = k["resources"]
-        print(f"  {name:34s} vgpr={r['vgpr']:3d} agpr={r['agpr']:3d} sgpr={r['sgpr']:3d} "
+        print(f"  {name:36s} vgpr={r['vgpr']:3d} agpr={r['agpr']:3d} sgpr={r['sgpr']:3d} "
               f"spill={r['vgpr_spill'] + r['sgpr_spill']} scratch={r['scratch']} waves/simd={r['waves_per_simd']}")
 
 

@@ -240,6 +240,360 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
   }
 }
 
+// ===================================================================================================
+// Second path: "MFMA reduce" (symbol suffix _mr). Same op, same grid/warp/split scheme, same fused -inf
+// fill; different steady state. Why: the seed is latency bound at 2 waves/SIMD with ~1.2 VALU per
+// (row, token), because ReLU, the weight FMA and the head reduce all run on the VALU. Here:
+//
+//   * Score tiles are 16 heads x 16 tokens (v_mfma_f32_16x16x128_f8f6f4 at D=128: 8 passes;
+//     2 x v_mfma_f32_16x16x32_fp8_fp8 at D=64: 4 passes each). Result: register r of lane l holds
+//     S[head 4*(l/16) + r][token l%16].
+//   * Two score tiles (32 heads) are packed to bf16 (v_cvt_pk_bf16_f32: 2 values per VALU) and ReLU'd
+//     on the packed pair (v_pk_max_i16 against 0: a bf16's sign test orders like int16, -0 -> +0).
+//   * The weighted head sum is a v_mfma_f32_16x16x32_bf16 (4 passes) whose B operand is those packed
+//     scores as they lie (lane l: token l%16, k-group l/16) and whose A operand holds the weights in
+//     block-diagonal form: A row 4m = weights of query row m, every other row zero. Only the pairing of
+//     k between A and B matters, so no shuffle is needed; the BLOCK_M (<= 4) rows accumulate into ONE
+//     16x16 accumulator whose register 0 holds row m in lanes 16m..16m+15: no permlane, no per-row
+//     reduce, and kv_scale is ONE multiply per 16 tokens for all rows.
+//   * K, kv_scale and out go through buffer resources whose base moves per tile in SGPRs; lanes keep a
+//     fixed offset, so the tile loop spends no VALU on addresses. Tokens at or past the block's window
+//     end read 0 through the resource's range check (no clamp), rows past M are dropped by it.
+//   * K is register double buffered: the ping-pong loop issues tile t+1's loads before tile t's MFMAs.
+//
+// Pass counts (LLVM SISchedule.td, SIDPGFX950FullSpeedModel): 16x16x128_f8f6f4 with fp8 operands 8,
+// 32x32x64_f8f6f4 with fp8 operands 16, 16x16x32 (bf16, fp8) 4. Per (row, token) at H=32, D=128:
+// score 2 x 8 / 16 = 1.0 (as the seed), reduce 4 / 16 = 0.25.
+// ===================================================================================================
+typedef float v4f __attribute__((ext_vector_type(4)));
+typedef float v2f __attribute__((ext_vector_type(2)));
+typedef __bf16 v2bf __attribute__((ext_vector_type(2)));
+typedef __bf16 v8bf __attribute__((ext_vector_type(8)));
+typedef short v2s __attribute__((ext_vector_type(2)));
+typedef short v8s __attribute__((ext_vector_type(8)));
+typedef int v4i __attribute__((ext_vector_type(4)));
+typedef long v1l;
+
+// Stage fences of the tile pipeline are full fences: letting SALU cross (mask 0x4) was tried and lost
+// the in-stage order (74 wait states per tile instead of 24).
+#define SCHED_FENCE 0
+constexpr unsigned BUFFER_RSRC_WORD3 = 0x00020000;  // raw untyped buffer, as CK uses on gfx9 (DATA_FORMAT 32)
+
+// Score operand of one 16-head x 16-token tile for one lane: D=128 -> 32 bytes for one 16x16x128 MFMA;
+// D=64 -> 16 bytes, two 8-byte halves for two 16x16x32 fp8 MFMAs. Lane group g4 = l/16 carries the
+// contiguous bytes [g4*D/4, (g4+1)*D/4) of the row: one pairing A and B agree on, so no shuffles.
+template <int D> struct ScoreOp;
+template <> struct ScoreOp<128> {
+  v8i v;
+  static constexpr int BYTES = 32;
+};
+template <> struct ScoreOp<64> {
+  v4i v;
+  static constexpr int BYTES = 16;
+};
+
+template <int D>
+DEVICE ScoreOp<D> load_score_op_global(const u8 GLOBAL* p) {
+  ScoreOp<D> r;
+  const v4u GLOBAL* q = (const v4u GLOBAL*)p;
+  if constexpr (D == 128) {
+    v4u lo = q[0], hi = q[1];
+    r.v.s0 = (int)lo.x; r.v.s1 = (int)lo.y; r.v.s2 = (int)lo.z; r.v.s3 = (int)lo.w;
+    r.v.s4 = (int)hi.x; r.v.s5 = (int)hi.y; r.v.s6 = (int)hi.z; r.v.s7 = (int)hi.w;
+  } else {
+    v4u lo = q[0];
+    r.v.s0 = (int)lo.x; r.v.s1 = (int)lo.y; r.v.s2 = (int)lo.z; r.v.s3 = (int)lo.w;
+  }
+  return r;
+}
+
+template <int D>
+DEVICE ScoreOp<D> load_score_op_buffer(__amdgpu_buffer_rsrc_t rsrc, int voff, int imm) {
+  ScoreOp<D> r;
+  v4i lo = __builtin_bit_cast(v4i, __builtin_amdgcn_raw_buffer_load_b128(rsrc, voff + imm, 0, 0));
+  if constexpr (D == 128) {
+    v4i hi = __builtin_bit_cast(v4i, __builtin_amdgcn_raw_buffer_load_b128(rsrc, voff + imm + 16, 0, 0));
+    r.v = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+  } else {
+    r.v = lo;
+  }
+  return r;
+}
+
+DEVICE v4f score_mfma(const ScoreOp<128>& q, const ScoreOp<128>& k) {
+  // DESIGN: scaled-MFMA builtin with constant-zero E8M0 scales -> the unscaled encoding (fp8 e4m3 = 0).
+  return __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(q.v, k.v, (v4f){0, 0, 0, 0}, 0, 0, 0, 0, 0, 0);
+}
+DEVICE v4f score_mfma(const ScoreOp<64>& q, const ScoreOp<64>& k) {
+  typedef long v2l __attribute__((ext_vector_type(2)));
+  v2l a = __builtin_bit_cast(v2l, q.v), b = __builtin_bit_cast(v2l, k.v);
+  long a0 = a.x, a1 = a.y, b0 = b.x, b1 = b.y;  // scalars first (clang 22 ext-vector bit_cast issue)
+  v4f c = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(a0, b0, (v4f){0, 0, 0, 0}, 0, 0, 0);
+  return __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(a1, b1, c, 0, 0, 0);
+}
+
+// ReLU before the reduce MFMA, two ways (template parameter RELU of the body):
+//   RELU_PK_MAX (symbols _mrp): 2 f32 -> packed bf16 (v_cvt_pk_bf16_f32, round to nearest even), then
+//     ReLU on the pair with one v_pk_max_i16: a bf16 with the sign bit set is a negative int16, so
+//     max(x, 0) zeroes it (and -0). One reduce MFMA per unit.
+//   RELU_ABS_SPLIT (symbols _mr): relu(s) = (s + |s|) / 2, and the reduce is linear in B, so
+//     sum_h w_h relu(s_h) = W/2 . bf16(s) + W/2 . |bf16(s)|: the same v_cvt_pk_bf16_f32, then one
+//     v_and_b32 (clear both sign bits) per pair instead of v_pk_max_i16, and two reduce MFMAs per unit.
+//     Same VALU count, 4 more MFMA passes per unit; |bf16(s)| == bf16(|s|) (RNE is symmetric), so the
+//     negative parts cancel exactly in the products (the only extra error: one more f32 rounding of
+//     the accumulator). Exists because the emulator the package is verified on lacks v_pk_max_i16.
+enum : int { RELU_PK_MAX = 0, RELU_ABS_SPLIT = 1 };
+
+template <int RELU> struct Packed {
+  static constexpr int NB = RELU == RELU_ABS_SPLIT ? 2 : 1;  // reduce MFMAs per unit
+  v8bf b[NB];
+};
+
+DEVICE v2s pack_bf16(float a, float b) {
+  return __builtin_bit_cast(v2s, __builtin_convertvector((v2f){a, b}, v2bf));
+}
+
+// B operand(s) of the reduce MFMA from two score tiles (32 heads): item n of lane group g4 is head
+// 16*(n/4) + 4*g4 + n%4 of the 32-head group. A (the weights) is laid out with the same mapping.
+template <int RELU>
+DEVICE Packed<RELU> pack_scores(v4f s0, v4f s1) {
+  typedef short v4s __attribute__((ext_vector_type(4)));
+  v2s p[4] = {pack_bf16(s0.x, s0.y), pack_bf16(s0.z, s0.w), pack_bf16(s1.x, s1.y), pack_bf16(s1.z, s1.w)};
+  Packed<RELU> out;
+  if constexpr (RELU == RELU_PK_MAX) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) p[i] = __builtin_elementwise_max(p[i], (v2s){0, 0});
+  } else {
+    v2s a[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      a[i] = __builtin_bit_cast(v2s, __builtin_bit_cast(unsigned, p[i]) & 0x7fff7fffu);
+    v4s lo = __builtin_shufflevector(a[0], a[1], 0, 1, 2, 3), hi = __builtin_shufflevector(a[2], a[3], 0, 1, 2, 3);
+    out.b[1] = __builtin_bit_cast(v8bf, __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  v4s lo = __builtin_shufflevector(p[0], p[1], 0, 1, 2, 3), hi = __builtin_shufflevector(p[2], p[3], 0, 1, 2, 3);
+  out.b[0] = __builtin_bit_cast(v8bf, __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7));
+  return out;
+}
+
+DEVICE __amdgpu_buffer_rsrc_t make_rsrc(const void GLOBAL* base, i64 byte_offset, int num_bytes) {
+  return __builtin_amdgcn_make_buffer_rsrc((void*)((const char GLOBAL*)base + byte_offset), 0,
+                                           num_bytes > 0 ? num_bytes : 0, BUFFER_RSRC_WORD3);
+}
+
+template <int H, int D, int BLOCK_M, int RELU>
+DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL* __restrict__ k,
+                                   const float GLOBAL* __restrict__ kv_scale,
+                                   const float GLOBAL* __restrict__ weights,
+                                   const int GLOBAL* __restrict__ cu_seqlen_ks,
+                                   const int GLOBAL* __restrict__ cu_seqlen_ke, float GLOBAL* __restrict__ out,
+                                   i64 out_row_stride, int M, int N, int split_n, int num_warps, int flags) {
+  static_assert(H % 32 == 0 && (D == 64 || D == 128), "H a multiple of 32, D 64 or 128");
+  static_assert(BLOCK_M >= 1 && BLOCK_M <= 4, "the reduce accumulator's register 0 holds 4 rows");
+  constexpr int T = 16;               // tokens per score / reduce tile
+  constexpr int TILE = 2 * T;         // tokens per loop tile (kept at the seed's 32: same K stream)
+  constexpr int HT = H / 16;          // score tiles per row
+  constexpr int RT = H / 32;          // reduce MFMAs per row per 16 tokens
+  constexpr int OPB = ScoreOp<D>::BYTES;
+
+  const int lane = lane_id();
+  const int warp = __builtin_amdgcn_readfirstlane(__builtin_amdgcn_workitem_id_x() / WAVE);
+  const int j = lane & 15;   // A row / B and C column (token)
+  const int g4 = lane >> 4;  // k group; in C register 0: the query row
+
+  const int row_blocks = (M + BLOCK_M - 1) / BLOCK_M;
+  const int bx = __builtin_amdgcn_workgroup_id_x();
+  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - bx : bx;
+  const int split = __builtin_amdgcn_workgroup_id_y();
+  const int m0 = row_block * BLOCK_M;
+  const bool clean = flags & FLAG_CLEAN_LOGITS;
+  const int valid_rows = __builtin_elementwise_min(BLOCK_M, M - m0);
+
+  // Windows: the union (walked, as in the seed) and the intersection over valid rows (tiles inside it
+  // need no masking at the store: the steady state).
+  RowWindow win[BLOCK_M];
+  int union_lo = N, union_hi = 0, inter_lo = 0, inter_hi = N;
+#pragma unroll
+  for (int r = 0; r < BLOCK_M; ++r) {
+    const int m = m0 + r;
+    win[r].valid = m < M;
+    int s = 0, e = 0;
+    if (win[r].valid) {
+      s = __builtin_elementwise_max(__builtin_elementwise_min(cu_seqlen_ks[m], N), 0);
+      e = __builtin_elementwise_max(__builtin_elementwise_min(cu_seqlen_ke[m], N), s);
+      inter_lo = __builtin_elementwise_max(inter_lo, s);
+      inter_hi = __builtin_elementwise_min(inter_hi, e);
+    }
+    win[r].start = s;
+    win[r].end = e;
+    if (e > s) {
+      union_lo = __builtin_elementwise_min(union_lo, s);
+      union_hi = __builtin_elementwise_max(union_hi, e);
+    }
+  }
+  if (union_hi <= union_lo) union_lo = union_hi = 0;
+
+  // This lane's row in C register 0 (rows >= valid_rows never store: the out resource drops them).
+  RowWindow my = win[0];
+#pragma unroll
+  for (int r = 1; r < BLOCK_M; ++r)
+    if (g4 == r) my = win[r];
+  const unsigned my_len = (unsigned)(my.end - my.start);
+
+  const int tiles = (union_hi - union_lo + TILE - 1) / TILE;
+  const int tile_begin = (int)((i64)tiles * split / split_n);
+  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+
+  // Q (A of the score MFMAs) and the block-diagonal weights (A of the reduce MFMAs) stay in registers.
+  ScoreOp<D> q_op[BLOCK_M][HT];
+  v8bf w_op[BLOCK_M][RT];
+#pragma unroll
+  for (int r = 0; r < BLOCK_M; ++r) {
+    const i64 m = win[r].valid ? m0 + r : 0;
+#pragma unroll
+    for (int ht = 0; ht < HT; ++ht)
+      q_op[r][ht] = load_score_op_global<D>(q + (m * H + ht * 16 + j) * D + g4 * OPB);
+#pragma unroll
+    for (int rt = 0; rt < RT; ++rt) {
+      v8s w = {};
+      if (j == 4 * r) {
+        float f[8];
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+          f[n] = weights[m * H + 32 * rt + 16 * (n / 4) + 4 * g4 + n % 4];
+          if (RELU == RELU_ABS_SPLIT) f[n] *= 0.5f;  // (s + |s|) / 2: exact in bf16 barring underflow
+        }
+#pragma unroll
+        for (int n = 0; n < 8; n += 2) {
+          v2s p = __builtin_bit_cast(v2s, __builtin_convertvector((v2f){f[n], f[n + 1]}, v2bf));
+          w[n] = p.x;
+          w[n + 1] = p.y;
+        }
+      }
+      w_op[r][rt] = __builtin_bit_cast(v8bf, w);
+    }
+  }
+
+  // Fixed per-lane offsets into the per-tile resources (bytes).
+  const int k_voff = j * D + g4 * OPB;
+  const int s_voff = j * 4;
+  const int o_voff = (int)((i64)g4 * out_row_stride * 4) + j * 4;
+  const int step = num_warps;  // tiles between consecutive tiles of one warp
+
+  struct KTile {
+    ScoreOp<D> k[2];
+    float scale[2];
+  };
+  // Tiles at or past tile_end get an empty range: their loads return 0 without touching memory.
+  auto load_tile = [&](int t) {
+    KTile kt;
+    const int tok0 = union_lo + t * TILE;
+    const int live = t < tile_end ? __builtin_elementwise_min(union_hi - tok0, TILE) : 0;
+    __amdgpu_buffer_rsrc_t kr = make_rsrc(k, (i64)tok0 * D, live * D);
+    __amdgpu_buffer_rsrc_t sr = make_rsrc(kv_scale, (i64)tok0 * 4, live * 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      kt.k[h] = load_score_op_buffer<D>(kr, k_voff, h * T * D);
+      kt.scale[h] = __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(sr, s_voff + h * T * 4, 0, 0));
+    }
+    return kt;
+  };
+
+  auto compute_tile = [&](const KTile& kt, int t) {
+    const int tok0 = union_lo + t * TILE;
+    // One "unit" = (token half h, row r, 32-head group rt): its score MFMAs, 8 VALU (4 cvt_pk + 4
+    // pk_max) and one reduce MFMA. Written as a software pipeline -- unit u+1's score MFMAs are issued
+    // between unit u's VALU -- and pinned with sched_group_barrier, so every MFMA-result read by the VALU
+    // is covered by independent work instead of s_nop (the hazard recognizer still pads what is left).
+    constexpr int U = 2 * BLOCK_M * RT;
+    constexpr int SM = D == 128 ? 2 : 4;  // score MFMAs per unit
+    v4f s0[U], s1[U];
+    Packed<RELU> b[U];
+    constexpr int NB = Packed<RELU>::NB;
+    v4f c[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    auto unit_h = [](int u) { return u / (BLOCK_M * RT); };
+    auto unit_r = [](int u) { return (u / RT) % BLOCK_M; };
+    auto unit_rt = [](int u) { return u % RT; };
+    // Stages, fenced by sched_barrier: stage k = { S(k+1), R(k-1), V(k) }. V(k) reads S(k), issued a
+    // whole stage earlier (>= 11 instructions: the 8-pass XDL -> VALU distance); R(k-1) reads B(k-1),
+    // written two MFMAs earlier (the VALU -> MFMA operand distance). The next tile's loads, already
+    // issued above, stay ahead of every MFMA.
+    __builtin_amdgcn_sched_group_barrier(0x020, 16, 0);
+    s0[0] = score_mfma(q_op[unit_r(0)][0], kt.k[unit_h(0)]);
+    s1[0] = score_mfma(q_op[unit_r(0)][1], kt.k[unit_h(0)]);
+    __builtin_amdgcn_sched_barrier(SCHED_FENCE);
+#pragma unroll
+    for (int k = 0; k <= U; ++k) {
+      if (k + 1 < U) {
+        const int u = k + 1;
+        s0[u] = score_mfma(q_op[unit_r(u)][2 * unit_rt(u)], kt.k[unit_h(u)]);
+        s1[u] = score_mfma(q_op[unit_r(u)][2 * unit_rt(u) + 1], kt.k[unit_h(u)]);
+      }
+      if (k >= 1) {
+        const int u = k - 1;
+#pragma unroll
+        for (int i = 0; i < NB; ++i)
+          c[unit_h(u)] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)], 0, 0, 0);
+      }
+      if (k < U) b[k] = pack_scores<RELU>(s0[k], s1[k]);
+      // Inside the stage: the MFMAs first (S(k+1), then R(k-1)), then V(k)'s 8 VALU.
+      if (k + 1 < U) __builtin_amdgcn_sched_group_barrier(0x008, SM, 0);
+      if (k >= 1) __builtin_amdgcn_sched_group_barrier(0x008, NB, 0);
+      if (k < U) __builtin_amdgcn_sched_group_barrier(0x002, 8, 0);
+      __builtin_amdgcn_sched_barrier(SCHED_FENCE);
+    }
+    float logit[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) logit[h] = c[h].x * kt.scale[h];  // DESIGN: kv-scale hoist, 1 mul / 16 tokens
+    const i64 row_off = (i64)m0 * out_row_stride + tok0;
+    const int out_bytes = (int)(((i64)(valid_rows - 1) * out_row_stride + (N - tok0)) * 4);
+    __amdgpu_buffer_rsrc_t orr = make_rsrc(out, row_off * 4, out_bytes);
+    if (tok0 >= inter_lo && tok0 + TILE <= inter_hi) {
+      // Every row's window covers the whole tile: plain stores, no masking (the steady state).
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        __builtin_amdgcn_raw_buffer_store_b32(__builtin_bit_cast(unsigned, logit[h]), orr, o_voff + h * T * 4, 0, 0);
+    } else {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int tok = tok0 + h * T + j;
+        const bool in = (unsigned)(tok - my.start) < my_len;
+        // Columns >= union_hi belong to the -inf fill, so nothing is written twice.
+        if (clean ? tok < union_hi : in)
+          __builtin_amdgcn_raw_buffer_store_b32(__builtin_bit_cast(unsigned, in ? logit[h] : -__builtin_inff()),
+                                                orr, o_voff + h * T * 4, 0, 0);
+      }
+    }
+  };
+
+  // DESIGN: register double buffering. Tile t+step's K is in flight while tile t's MFMAs run; the loop
+  // is written as a ping-pong so the two buffers never need a register copy.
+  int t = tile_begin + warp;
+  KTile cur = load_tile(t);
+  for (; t < tile_end; t += 2 * step) {
+    KTile nxt = load_tile(t + step);
+    compute_tile(cur, t);
+    cur = load_tile(t + 2 * step);
+    if (t + step < tile_end) compute_tile(nxt, t + step);
+  }
+
+  // DESIGN: fused -inf fill, exactly as the seed path.
+  if (clean) {
+    const int worker = split * num_warps + warp;
+    const int workers = split_n * num_warps;
+    const int fill = union_lo + (N - union_hi);
+#pragma unroll
+    for (int r = 0; r < BLOCK_M; ++r) {
+      if (!win[r].valid) continue;
+      float GLOBAL* dst_row = out + (i64)(m0 + r) * out_row_stride;
+      for (int idx = worker * WAVE + lane; idx < fill; idx += workers * WAVE) {
+        const int c = idx < union_lo ? idx : union_hi + (idx - union_lo);
+        dst_row[c] = -__builtin_inff();
+      }
+    }
+  }
+}
+
 // Kernel symbols: fp8_mqa_logits_h{H}_d{D}_bm{BLOCK_M}_u{UNROLL}. build.py's variant list decides which
 // are compiled (-DVARIANTS=...); the manifest records each one's argument layout and resources.
 #define KERNEL_ATTRS \
@@ -256,7 +610,29 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
         (float GLOBAL*)out, out_row_stride, M, N, split_n, num_warps, flags);                          \
   }
 
+#define INSTANTIATE_MR_(H, D, BM, RELU, SUFFIX)                                                        \
+  KERNEL_ATTRS void fp8_mqa_logits_h##H##_d##D##_bm##BM##_##SUFFIX(                                          \
+      const u8* q, const u8* k, const float* kv_scale, const float* weights, const int* cu_seqlen_ks,  \
+      const int* cu_seqlen_ke, float* out, i64 out_row_stride, int M, int N, int split_n,              \
+      int num_warps, int flags) {                                                                      \
+    fp8_mqa_logits_mr_body<H, D, BM, RELU>(                                                                  \
+        (const u8 GLOBAL*)q, (const u8 GLOBAL*)k, (const float GLOBAL*)kv_scale,                       \
+        (const float GLOBAL*)weights, (const int GLOBAL*)cu_seqlen_ks, (const int GLOBAL*)cu_seqlen_ke, \
+        (float GLOBAL*)out, out_row_stride, M, N, split_n, num_warps, flags);                          \
+  }
+
+#define INSTANTIATE_MR(H, D, BM) INSTANTIATE_MR_(H, D, BM, RELU_ABS_SPLIT, mr)
+#define INSTANTIATE_MRP(H, D, BM) INSTANTIATE_MR_(H, D, BM, RELU_PK_MAX, mrp)
+
 #ifndef VARIANTS
 #define VARIANTS(X) X(32, 128, 4, 1)
 #endif
+#ifndef MR_VARIANTS
+#define MR_VARIANTS(X) X(32, 128, 4)
+#endif
+#ifndef MRP_VARIANTS
+#define MRP_VARIANTS(X)
+#endif
 VARIANTS(INSTANTIATE)
+MR_VARIANTS(INSTANTIATE_MR)
+MRP_VARIANTS(INSTANTIATE_MRP)

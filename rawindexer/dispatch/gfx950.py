@@ -1,5 +1,17 @@
-"""Host side of kernels/fp8_mqa_logits.hip on gfx950: variant choice, launch geometry, kernargs."""
+"""Host side of kernels/fp8_mqa_logits.hip on gfx950: variant choice, launch geometry, kernargs.
+
+Two kernel paths are built (see build.py's Variant.path):
+
+* ``"seed"`` -- the seed's design, the baseline: 2 waves/SIMD at H=32, D=128, BLOCK_M=4.
+* ``"mr"``   -- "MFMA reduce": the weighted head sum runs on a bf16 MFMA (3 waves/SIMD at the same
+  shape, ~0.55 VALU per (row, token) instead of ~1.15).
+
+Which one the heuristic picks is :data:`DEFAULT_PATH`, overridable per process with the environment
+variable ``RAWINDEXER_GFX950_PATH`` (``seed`` | ``mr``): the public Tunables carry no path field.
+"""
 from __future__ import annotations
+
+import os
 
 from .base import KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
 
@@ -10,55 +22,85 @@ MAX_SPLIT_N = 1024
 MAX_GRID_Y = 65535
 FLAG_CLEAN_LOGITS = 1
 FLAG_REVERSE_ROWS = 2
+PATHS = ("seed", "mr", "mrp")
+#: The path the heuristic uses unless RAWINDEXER_GFX950_PATH says otherwise.
+DEFAULT_PATH = "seed"
 
 
 class Gfx950Family(KernelFamily):
     arch = "gfx950"
 
     # ---- what is built ----
-    def variants(self, heads: int, head_dim: int) -> dict[tuple[int, int], dict]:
-        """{(block_m, unroll): manifest entry} of the built variants serving (heads, head_dim)."""
+    def variants(self, heads: int, head_dim: int, path: str | None = None) -> dict[tuple[int, int], dict]:
+        """{(block_m, unroll): manifest entry} of the built variants of one path serving (heads, head_dim)."""
+        path = path or self.path()
         out = {}
         for symbol, entry in self.target["kernels"].items():
             p = entry["params"]
-            if p["heads"] == heads and p["head_dim"] == head_dim:
+            if p["heads"] == heads and p["head_dim"] == head_dim and p.get("path", "seed") == path:
                 out[(p["block_m"], p["unroll"])] = {**entry, "symbol": symbol}
         return out
 
     def is_supported(self, heads: int, head_dim: int) -> bool:
-        return bool(self.variants(heads, head_dim))
+        return bool(self.variants(heads, head_dim, "seed") or self.variants(heads, head_dim, "mr"))
+
+    @staticmethod
+    def path() -> str:
+        """The kernel path in use: RAWINDEXER_GFX950_PATH if set, else :data:`DEFAULT_PATH`."""
+        path = os.environ.get("RAWINDEXER_GFX950_PATH", "") or DEFAULT_PATH
+        if path not in PATHS:
+            raise ValueError(f"RAWINDEXER_GFX950_PATH: expected one of {PATHS}, got {path!r}")
+        return path
 
     # ---- the host heuristic ----
-    def default_block_m(self, variants: dict) -> int:
-        """The largest power-of-two BLOCK_M that still runs >= 2 waves per SIMD without spilling.
+    def default_block_m(self, variants: dict, path: str = "seed") -> int:
+        """The largest power-of-two BLOCK_M that keeps the path's occupancy target without spilling.
 
-        BLOCK_M rows amortise one K read, but their Q tiles and weights live in registers, so the
-        register file decides: at H=32, D=128 that is the seed's BLOCK_M=4 (194 VGPRs, 2 waves).
-        Odd BLOCK_M waste half of the last paired-row reduce, so they are never the default.
+        BLOCK_M rows amortise one K read, but their Q tiles (and weights) live in registers, so the
+        register file decides. Seed path: >= 2 waves/SIMD, which at H=32, D=128 is the seed's
+        BLOCK_M=4 (194 VGPRs). MFMA-reduce path: >= 3 waves/SIMD (its whole point is latency hiding),
+        which at H=32, D=128 is still BLOCK_M=4 (150 VGPRs), at H=64, D=128 BLOCK_M=2, at H=128, D=128
+        BLOCK_M=1. Odd BLOCK_M waste half of the seed's last paired-row reduce, so never the default.
         """
+        need = 2 if path == "seed" else 3
         ok = [bm for (bm, u), e in variants.items()
-              if u == 1 and bm & (bm - 1) == 0 and e["resources"]["waves_per_simd"] >= 2
+              if u == 1 and bm & (bm - 1) == 0 and e["resources"]["waves_per_simd"] >= need
               and e["resources"]["vgpr_spill"] == 0 and e["resources"]["scratch"] == 0]
         return max(ok) if ok else min(bm for bm, _ in variants)
 
     def choose(self, problem: Problem, tunables: Tunables, compute_units: int) -> dict:
-        """Resolve every tunable the caller left at 0 / None. The rules, after the seed:
+        """Resolve every tunable the caller left at 0 / None. The rules:
 
-        * block_m: :meth:`default_block_m`.
+        * block_m: :meth:`default_block_m` of the path in use.
         * num_warps (warps split the tile range, each an independent K stream): 1 below 1024 keys,
           2 below 4096, else 4 -- enough tiles per warp to keep its loads ahead of its MFMAs.
         * split_n: enough blocks for two per CU when the row grid alone cannot fill the device
           (small M, long N: (128, 32768) is the seed's biggest win), but never so many that a
           split has fewer than two tiles per warp.
-        * unroll2: when each warp walks at least 8 tiles, two tiles in flight hide more latency.
+        * unroll2 (seed path only): when each warp walks at least 8 tiles, two tiles in flight hide more
+          latency. The MFMA-reduce path always keeps the next tile in flight (register ping-pong), so
+          it reports False.
         * reverse_rows: for N > 2048, where causal rows grow long enough that dispatching the
           high-m blocks first shortens the tail (+6% at 4096^2 in the seed, neutral elsewhere).
-        The square short-KV shapes the seed lost on ((1024|4096|8192)^2) get the same rules: there the
-        row grid is large (>= 256 blocks) so split_n stays 1 and num_warps follows N.
+
+        The square short-KV shapes the seed lost on -- (1024, 1024), (4096, 4096), (8192, 8192) -- get
+        an explicit choice, because there the tile loop is short relative to the per-block prologue:
+        (1024, 1024): 1 warp and reverse off (32 tiles per block at most, 256 blocks of rows: the row
+        grid fills 256 CUs; more warps would split a short loop further); (4096, 4096), (8192, 8192):
+        2 warps (the seed's rule gives 4 at N >= 4096, i.e. only ~8-16 tiles per warp on a causal
+        triangle's average row block), reverse on. split_n stays 1 on all three (>= 256 row blocks).
+        On the MFMA-reduce path the 3 waves/SIMD come on top of that. Unmeasured: no gfx950 here.
         """
-        variants = self.variants(problem.heads, problem.head_dim)
-        block_m = tunables.block_m or self.default_block_m(variants)
-        num_warps = tunables.num_warps or (1 if problem.N < 1024 else 2 if problem.N < 4096 else 4)
+        path = self.path()
+        variants = self.variants(problem.heads, problem.head_dim, path)
+        block_m = tunables.block_m or self.default_block_m(variants, path)
+        square_short = problem.M == problem.N and problem.N in (1024, 4096, 8192)
+        if tunables.num_warps:
+            num_warps = tunables.num_warps
+        elif square_short:
+            num_warps = 1 if problem.N == 1024 else 2
+        else:
+            num_warps = 1 if problem.N < 1024 else 2 if problem.N < 4096 else 4
         row_blocks = -(-problem.M // block_m)
         tiles = -(-problem.N // TILE_N)
         if tunables.split_n:
@@ -67,13 +109,17 @@ class Gfx950Family(KernelFamily):
             want = -(-2 * compute_units // row_blocks)
             split_n = max(1, min(want, tiles // (2 * num_warps), MAX_SPLIT_N))
         tiles_per_warp = tiles / (split_n * num_warps)
-        unroll2 = tunables.unroll2 if tunables.unroll2 is not None else tiles_per_warp >= 8
+        if tunables.unroll2 is not None:
+            unroll2 = tunables.unroll2
+        else:
+            unroll2 = path == "seed" and tiles_per_warp >= 8
         reverse = tunables.reverse_rows if tunables.reverse_rows is not None else problem.N > 2048
         return {"block_m": block_m, "num_warps": num_warps, "split_n": split_n,
                 "unroll2": bool(unroll2), "reverse_rows": bool(reverse)}
 
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
-        variants = self.variants(problem.heads, problem.head_dim)
+        path = self.path()
+        variants = self.variants(problem.heads, problem.head_dim, path)
         if not variants:
             raise ValueError(f"(num_heads, head_dim): no gfx950 kernel for ({problem.heads}, {problem.head_dim}); "
                              f"built: {sorted(self.supported_shapes())}")
@@ -85,7 +131,9 @@ class Gfx950Family(KernelFamily):
         if not 0 <= tunables.split_n <= MAX_SPLIT_N:
             raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {tunables.split_n}")
         cfg = self.choose(problem, tunables, compute_units)
-        entry = variants[(cfg["block_m"], 2 if cfg["unroll2"] else 1)]
+        # The MFMA-reduce path has one instantiation per BLOCK_M (its loop always walks two tiles).
+        entry = variants[(cfg["block_m"], 2 if cfg["unroll2"] and path == "seed" else 1)]
+        cfg = {**cfg, "path": path}
         flags = (FLAG_CLEAN_LOGITS if problem.clean_logits else 0) | (FLAG_REVERSE_ROWS if cfg["reverse_rows"] else 0)
         values = {
             "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
@@ -102,4 +150,5 @@ class Gfx950Family(KernelFamily):
         )
 
     def supported_shapes(self) -> set[tuple[int, int]]:
-        return {(e["params"]["heads"], e["params"]["head_dim"]) for e in self.target["kernels"].values()}
+        return {(e["params"]["heads"], e["params"]["head_dim"]) for e in self.target["kernels"].values()
+                if e["params"].get("path", "seed") == self.path()}
