@@ -51,12 +51,15 @@ def _spans(dims: Dims, ptrs: Pointers, out_row_stride: int) -> list[BufferSpan]:
 
 
 def _plan_and_launch(backend: Backend, device_id: int, dims: Dims, ptrs: Pointers, out_row_stride: int,
-                     clean_logits: bool, tunables: Tunables, stream: int) -> LaunchPlan:
+                     clean_logits: bool, tunables: Tunables, stream: int) -> LaunchPlan | None:
     family = family_for(backend.arch)
+    if not family.is_supported(dims.heads, dims.head_dim):
+        raise ValueError(f"(num_heads, head_dim): expected a shape with a built {backend.arch} kernel "
+                         f"(is_supported() says which), got ({dims.heads}, {dims.head_dim})")
+    if dims.M == 0 or dims.N == 0:
+        return None  # nothing to compute, nothing to write
     problem = Problem(dims.M, dims.N, dims.heads, dims.head_dim, out_row_stride, bool(clean_logits))
     plan = family.plan(problem, tunables, ptrs, backend.compute_units(device_id))
-    if dims.M == 0 or dims.N == 0:
-        return plan
     if hasattr(backend, "set_device"):
         backend.set_device(device_id)
     backend.launch(_function(backend, device_id, plan.symbol), plan.grid, plan.block, plan.kernargs,
@@ -68,13 +71,14 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
            cu_seqlen_ke_ptr: int, out_ptr: int, *, M: int, N: int, num_heads: int, head_dim: int,
            out_row_stride: int | None = None, clean_logits: bool = True, stream: int = 0,
            device: str = "hip", device_id: int = 0, block_m: int = 0, split_n: int = 0, num_warps: int = 0,
-           unroll2: bool | None = None, reverse_rows: bool | None = None) -> LaunchPlan:
+           unroll2: bool | None = None, reverse_rows: bool | None = None) -> LaunchPlan | None:
     """Raw entry for hosts without a DLPack framework: device pointers as integers.
 
     q [M, num_heads, head_dim] and k [N, head_dim] are contiguous fp8 e4m3fn bytes; kv_scale [N],
     weights [M, num_heads] contiguous float32; cu_seqlen_ks / cu_seqlen_ke [M] int32; out [M, N]
     float32 with rows ``out_row_stride`` (>= N, default N) elements apart. ``device`` is a backend name
-    ("hip", "cuda" or "emulator", whose pointers are host addresses). Returns the plan it launched.
+    ("hip", "cuda" or "emulator", whose pointers are host addresses). Returns the plan it launched
+    (None when M or N is 0: nothing is launched).
     """
     out_row_stride = N if out_row_stride is None else int(out_row_stride)
     if out_row_stride < N:
