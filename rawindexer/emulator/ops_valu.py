@@ -482,13 +482,28 @@ def build_valu(inst: Instruction, ctx) -> Callable:
 # Ops with implicit operands or extra outputs
 # ---------------------------------------------------------------------------------------------------
 def _fmac(inst, ctx):
+    """v_fmac_f32 (the kernel's second hottest op): D = S0 * S1 + D, correctly rounded, inlined."""
     src = _Srcs(inst)
     r0, r1 = src.reader(0, F32, ctx), src.reader(1, F32, ctx)
     d = inst.fields["vdst"]
-    rd = vreader(d + 256, F32, inst)
-    f = _post(fx.fma_f32, F32, src)
-    wr = vwriter(d, F32)
-    return lambda w: wr(w, f(r0(w), r1(w), rd(w)))
+    if src.clamp or src.omod:
+        rd = vreader(d + 256, F32, inst)
+        f = _post(fx.fma_f32, F32, src)
+        wr = vwriter(d, F32)
+        return lambda w: wr(w, f(r0(w), r1(w), rd(w)))
+    mul, f64, needs_care, add_to_f32 = np.multiply, np.float64, fx._needs_care, fx.add_to_f32
+
+    def run(w):
+        dst = w.vf[:, d]
+        p = mul(r0(w), r1(w), dtype=f64)
+        s = p + dst
+        if needs_care(s):
+            s = add_to_f32(p, dst)
+        if w.exec_full:
+            dst[...] = s
+        else:
+            np.copyto(dst, s, where=w.exec_mask, casting="unsafe")
+    return run
 
 
 def _fmamk(inst, ctx):
