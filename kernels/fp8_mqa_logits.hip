@@ -277,6 +277,7 @@ typedef long v1l;
 // Stage fences of the tile pipeline are full fences: letting SALU cross (mask 0x4) was tried and lost
 // the in-stage order (74 wait states per tile instead of 24).
 #define SCHED_FENCE 0
+constexpr int OUT_OF_RANGE = 0x7ffffff0;  // a buffer offset past any resource's num_records: store dropped
 constexpr unsigned BUFFER_RSRC_WORD3 = 0x00020000;  // raw untyped buffer, as CK uses on gfx9 (DATA_FORMAT 32)
 
 // Score operand of one 16-head x 16-token tile for one lane: D=128 -> 32 bytes for one 16x16x128 MFMA;
@@ -546,22 +547,29 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
 #pragma unroll
     for (int h = 0; h < 2; ++h) logit[h] = c[h].x * kt.scale[h];  // DESIGN: kv-scale hoist, 1 mul / 16 tokens
     const i64 row_off = (i64)m0 * out_row_stride + tok0;
-    const int out_bytes = (int)(((i64)(valid_rows - 1) * out_row_stride + (N - tok0)) * 4);
+    const i64 out_span = ((i64)(valid_rows - 1) * out_row_stride + (N - tok0)) * 4;
+    const int out_bytes = t < tile_end ? (int)__builtin_elementwise_min(out_span, (i64)OUT_OF_RANGE) : 0;
     __amdgpu_buffer_rsrc_t orr = make_rsrc(out, row_off * 4, out_bytes);
-    if (tok0 >= inter_lo && tok0 + TILE <= inter_hi) {
+    if (__builtin_expect(tok0 >= inter_lo && tok0 + TILE <= inter_hi, 1)) {
       // Every row's window covers the whole tile: plain stores, no masking (the steady state).
 #pragma unroll
       for (int h = 0; h < 2; ++h)
         __builtin_amdgcn_raw_buffer_store_b32(__builtin_bit_cast(unsigned, logit[h]), orr, o_voff + h * T * 4, 0, 0);
     } else {
+      // Edge tile: one straight-line block (no EXEC masking, so no extra blocks in the loop). Lanes that
+      // must not write get an offset past the resource's range, which drops the store. With clean
+      // logits every lane left of N writes (logit inside its row's window, -inf outside; past union_hi
+      // that is the same -inf the fill writes); without, only lanes inside their row's window write.
+      // The marker tells the static profile (rawindexer/asm.py) this block is not the steady state.
+      asm volatile("; rawindexer: edge tile" ::);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int tok = tok0 + h * T + j;
         const bool in = (unsigned)(tok - my.start) < my_len;
-        // Columns >= union_hi belong to the -inf fill, so nothing is written twice.
-        if (clean ? tok < union_hi : in)
-          __builtin_amdgcn_raw_buffer_store_b32(__builtin_bit_cast(unsigned, in ? logit[h] : -__builtin_inff()),
-                                                orr, o_voff + h * T * 4, 0, 0);
+        const bool ok = clean ? tok < N : in;
+        const float val = in ? logit[h] : -__builtin_inff();
+        __builtin_amdgcn_raw_buffer_store_b32(__builtin_bit_cast(unsigned, val), orr,
+                                              ok ? o_voff + h * T * 4 : OUT_OF_RANGE, 0, 0);
       }
     }
   };
