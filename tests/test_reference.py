@@ -84,7 +84,9 @@ def test_reference_chunking_changes_nothing(rng, monkeypatch):
     monkeypatch.setattr(reference_module, "CHUNK_BYTES", 1)  # one row per chunk
     chunked = fp8_mqa_logits_ref(q, k, s, w, ks, ke)
     assert np.array_equal(np.isneginf(chunked), np.isneginf(whole))
-    np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-5)  # BLAS blocking may reorder sums
+    finite = np.isfinite(whole)
+    # BLAS blocking may reorder float32 sums: bound the difference by the result's scale.
+    np.testing.assert_allclose(chunked[finite], whole[finite], rtol=0, atol=1e-5 * np.abs(whole[finite]).max())
 
 
 def test_reference_memory_stays_bounded_on_a_long_chunk(rng):
