@@ -60,7 +60,7 @@ def main() -> None:
     stats, wall = run(a.M, a.N, a.heads, a.dim, a.block_m, a.warps, a.split)
     print(f"fp8_mqa_logits M={a.M} N={a.N} H={a.heads} D={a.dim} BLOCK_M={a.block_m} warps={a.warps} "
           f"split_n={a.split}: {stats.instructions} instructions, {stats.waves} waves, "
-          f"{stats.seconds:.2f} s launch ({wall:.2f} s with setup), "
+          f"{stats.seconds:.2f} s launch ({stats.cpu_seconds:.2f} s CPU, {wall:.2f} s with setup), "
           f"{stats.instructions_per_second:,.0f} instructions/s")
     if a.table:
         print(stats.table())

@@ -172,7 +172,7 @@ class Emulator:
                     mem.register(int(ptr), int(nbytes), bool(writable), f"buffer@0x{int(ptr):x}")
             dispatch = self._dispatch_packet(grid, block, kd, kbuf.ctypes.data)
             mem.register(dispatch.ctypes.data, dispatch.nbytes, False, "dispatch_packet")
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             prog.counts[:] = [0] * len(prog.counts)
             counters = [0] * N_COUNTERS
             lds_size = kd.group_segment_fixed_size + int(shared_mem)
@@ -187,6 +187,7 @@ class Emulator:
                         self._run_workgroup(prog, waves)
                         stats.waves += n_waves
             stats.seconds = time.perf_counter() - t0
+            stats.cpu_seconds = time.process_time() - c0
             stats.merge_counts(prog.insts, prog.counts, counters)
         finally:
             mem.clear()

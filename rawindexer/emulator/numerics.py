@@ -48,10 +48,11 @@ _nz = np.count_nonzero  # much cheaper than ndarray.any() on 64 elements
 def _needs_care(s: np.ndarray) -> bool:
     """True if rounding float64 ``s`` to float32 might differ from rounding the exact value: ``s`` sits
     on a float32 tie (normal range), or is a float32 subnormal (whose ties sit elsewhere)."""
-    bits = s.view(np.uint64)
-    tie = (bits & _MID_MASK) == _MID
-    tiny = ((bits << _ONE) - _ONE) < _TINY2 - _ONE  # 0 < |s| < 2^-126 (zero wraps around)
-    return bool(_nz(tie | tiny))
+    if _nz((s.view(np.int64) & 0x1FFFFFFF) == 0x10000000):  # Python-int constants: cheaper than np scalars
+        return True
+    a = np.abs(s)
+    tiny = a < _TINY
+    return bool(_nz(tiny)) and bool(_nz(tiny & (a > 0)))
 
 
 def add_to_f32(x: np.ndarray, y) -> np.ndarray:

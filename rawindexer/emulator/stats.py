@@ -48,6 +48,7 @@ class LaunchStats:
     block: tuple = (1, 1, 1)
     waves: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # process CPU time: robust against other load on the machine
     per_opcode: Counter = field(default_factory=Counter)
     per_class: Counter = field(default_factory=Counter)
     vmem_bytes_loaded: int = 0
@@ -78,7 +79,7 @@ class LaunchStats:
     def table(self, top: int = 25) -> str:
         total = self.instructions or 1
         lines = [f"kernel {self.kernel}  grid={self.grid} block={self.block} waves={self.waves}",
-                 f"{self.instructions} instructions in {self.seconds:.3f} s "
+                 f"{self.instructions} instructions in {self.seconds:.3f} s ({self.cpu_seconds:.3f} s CPU) "
                  f"({self.instructions_per_second:,.0f} inst/s)",
                  f"{'class':<14}{'count':>12}{'share':>8}"]
         for c in CLASSES:
