@@ -201,3 +201,13 @@ def test_raw_launch_rejects_bad_geometry():
     with pytest.raises(ValueError, match="out_row_stride: expected >= N=64"):
         rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=4, N=64, num_heads=32, head_dim=128, out_row_stride=32,
                           device="hip")
+
+
+def test_mixed_devices_are_rejected(rng):
+    ops = operands(rng)
+    fake_gpu = dlpack.DLPackArray(ops["weights"].ctypes.data, ops["weights"].shape, "float32", (dlpack.DL_CUDA, 0),
+                                  owner=ops["weights"])
+    v = views(ops)
+    v[3] = dlpack.from_dlpack(fake_gpu, name="weights", stream=1)
+    with pytest.raises(ValidationError, match=r"weights: expected q_fp8's device \(1, 0\) \(mixed devices\)"):
+        validate(*v)
