@@ -15,7 +15,13 @@ _LABEL = re.compile(r"^([A-Za-z_][\w.$]*):")
 
 def parse_listing(text: str) -> dict[str, list[str]]:
     """function symbol -> mnemonics of its instructions, in order."""
-    funcs: dict[str, list[str]] = {}
+    return {name: [m for m in items if isinstance(m, str)] for name, items in _parse(text).items()}
+
+
+def _parse(text: str) -> dict[str, list]:
+    """function symbol -> mnemonics, with ``.p2align N`` inside a function kept as the int ``N`` (the
+    assembler pads to it with ``s_nop`` that the listing does not show; Triton aligns loop heads)."""
+    funcs: dict[str, list] = {}
     cur = None
     for line in text.splitlines():
         m = _LABEL.match(line)
@@ -29,7 +35,9 @@ def parse_listing(text: str) -> dict[str, list[str]]:
         if cur is None or not line.startswith("\t"):
             continue
         tok = line.split()
-        if tok and not tok[0].startswith((".", ";")):
+        if len(tok) >= 2 and tok[0] == ".p2align":
+            funcs[cur].append(int(tok[1].rstrip(",")))
+        elif tok and not tok[0].startswith((".", ";")):
             funcs[cur].append(tok[0])
     return funcs
 
@@ -41,22 +49,32 @@ def _same(decoded: str, listed: str) -> bool:
 
 def compare_with_listing(code: CodeObject, listing: str, kernels: list[str] | None = None) -> list[str]:
     """Mismatches (empty when the decoder agrees with the listing for every kernel)."""
-    funcs = parse_listing(listing)
+    funcs = _parse(listing)
     problems = []
     for name in kernels or sorted(code.kernels):
         addr, text = code.code(name)
-        got = [i.name for i in decode(text, addr)]
-        exp = funcs.get(name)
-        if exp is None:
+        insts = decode(text, addr)
+        items = funcs.get(name)
+        if items is None:
             problems.append(f"{name}: not in the listing")
             continue
-        for k, (g, e) in enumerate(zip(got, exp)):
-            if not _same(g, e):
-                inst = decode(text, addr)[k]
-                problems.append(f"{name}: instruction {k} at 0x{inst.address:x} decoded {g!r}, listing says {e!r} "
-                                f"[{inst.encoding}]")
+        k = 0
+        for e in items:
+            if isinstance(e, int):  # alignment padding: s_nop fill up to the next 2**e boundary
+                while k < len(insts) and insts[k].address % (1 << e) and insts[k].name == "s_nop":
+                    k += 1
+                continue
+            if k >= len(insts):
+                problems.append(f"{name}: decoded {len(insts)} instructions, the listing has more")
                 break
+            inst = insts[k]
+            if not _same(inst.name, e):
+                problems.append(f"{name}: instruction {k} at 0x{inst.address:x} decoded {inst.name!r}, listing says "
+                                f"{e!r} [{inst.encoding}]")
+                break
+            k += 1
         else:
-            if len(got) != len(exp):
-                problems.append(f"{name}: decoded {len(got)} instructions, listing has {len(exp)}")
+            if k != len(insts):
+                problems.append(f"{name}: decoded {len(insts)} instructions, the listing has "
+                                f"{sum(isinstance(e, str) for e in items)} (plus alignment padding)")
     return problems

@@ -183,6 +183,7 @@ ds_read2st64_b32 ds_read_i8 ds_read_u8 ds_read_i16 ds_read_u16 ds_swizzle_b32 ds
 ds_read_u16_d16 ds_read_u16_d16_hi
 118 ds_read_b64 ds_read2_b64 ds_read2st64_b64
 222 ds_write_b96 ds_write_b128
+224 ds_read_b64_tr_b4 ds_read_b96_tr_b6 ds_read_b64_tr_b8 ds_read_b64_tr_b16
 254 ds_read_b96 ds_read_b128
 """)
 

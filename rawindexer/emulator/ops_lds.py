@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from .decoder import Instruction
-from .errors import DecodeError, MemoryFault
+from .errors import DecodeError, ExecMaskError, MemoryFault
 from .ops_vmem import _atomic_fn
 from .stats import C_LDS_READ, C_LDS_WRITE
 
@@ -19,6 +19,8 @@ ALL = np.arange(64, dtype=np.int64)
 
 _READ = {"ds_read_b32": (4, 0), "ds_read_b64": (8, 0), "ds_read_b96": (12, 0), "ds_read_b128": (16, 0),
          "ds_read_u8": (1, 0), "ds_read_i8": (1, 8), "ds_read_u16": (2, 0), "ds_read_i16": (2, 16)}
+# gfx950 transpose loads: element bits -> elements per lane (each lane reads 64 bits)
+_READ_TR = {"ds_read_b64_tr_b4": 4, "ds_read_b64_tr_b8": 8, "ds_read_b64_tr_b16": 16}
 _WRITE = {"ds_write_b32": 4, "ds_write_b64": 8, "ds_write_b96": 12, "ds_write_b128": 16, "ds_write_b8": 1,
           "ds_write_b16": 2}
 _READ2 = {"ds_read2_b32": (4, 4), "ds_read2st64_b32": (4, 256), "ds_read2_b64": (8, 8), "ds_read2st64_b64": (8, 512)}
@@ -73,6 +75,8 @@ def build_ds(inst: Instruction, ctx) -> Callable:
                     vals = (vals.view(np.int32) << (32 - sext) >> (32 - sext)).view(np.uint32)
             w.v[lanes, vd:vd + ndw] = vals
         return run
+    if name in _READ_TR:
+        return _read_tr(inst, _READ_TR[name], a_reg, off, vd)
     if name in _WRITE:
         size = _WRITE[name]
         ndw = max(1, size // 4)
@@ -163,4 +167,45 @@ def build_ds(inst: Instruction, ctx) -> Callable:
             w.v[lanes, vd] = (olds & np.uint64(0xFFFFFFFF)).astype(np.uint32)
             if ndw == 2:
                 w.v[lanes, vd + 1] = (olds >> np.uint64(32)).astype(np.uint32)
+    return run
+
+
+def _transpose_index(n: int) -> np.ndarray:
+    """Source (lane, element) of each destination (lane, element) of a transpose load with ``n``
+    elements per lane, as flat indices into a (64 lanes x n elements) array.
+
+    CDNA4 ISA 11.4 "MFMA Transpose Load from LDS": the wave works in four groups of 16 lanes. The
+    group's 16 x 64 bits are a matrix of n rows x 16 columns, row r held by lanes k*r .. k*r + k - 1
+    (k = 16 / n lanes of n elements each); destination lane j of the group gets column j, i.e. its
+    element e is element j % n of source lane k*e + j // n. (For b16: 4 rows of 16 halves, lanes
+    4r..4r+3; for b8: 8 rows of 16 bytes, two lanes per row -- two interleaved 8x8 byte transposes.)
+    """
+    k = 16 // n
+    g, j, e = np.meshgrid(np.arange(4), np.arange(16), np.arange(n), indexing="ij")
+    src_lane = 16 * g + k * e + j // n
+    return (src_lane * n + j % n).reshape(64, n)
+
+
+def _read_tr(inst: Instruction, bits: int, a_reg: int, off: int, vd: int) -> Callable:
+    n = 64 // bits
+    idx = _transpose_index(n)
+
+    def run(w):
+        if not w.exec_full:
+            raise ExecMaskError(f"{inst.name} at pc 0x{inst.address:x} needs EXEC all ones (ISA 11.4), "
+                                f"EXEC = 0x{w.exec_bits:016x}")
+        a = (w.v[:, a_reg].astype(np.int64) + off) & 0xFFFFFFFF
+        _check(w, inst, ALL, a, 8, False)
+        data = w.lds[a[:, None] + _AR[8]]                      # (64, 8) bytes, each lane's own 64 bits
+        w.counters[C_LDS_READ] += data.size
+        if bits == 16:
+            elems = data.view("<u2")
+        elif bits == 8:
+            elems = data
+        else:  # 4-bit: element m is nibble m, low nibble first
+            elems = np.stack([data & 0xF, data >> 4], axis=-1).reshape(64, 16)
+        out = elems.reshape(-1)[idx]
+        if bits == 4:
+            out = (out[:, 0::2] | (out[:, 1::2] << 4)).astype(np.uint8)
+        w.v[:, vd:vd + 2] = np.ascontiguousarray(out).view("<u4")
     return run

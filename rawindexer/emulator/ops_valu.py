@@ -289,6 +289,36 @@ def _pkrtz(a, b):
 
 SIMPLE["v_cvt_pkrtz_f16_f32"] = ((F32, F32), U32, _pkrtz)
 
+
+# 16-bit integer VALU ops (AMD pseudocode: D0.u16 = S1.u16 << S0[3:0] etc.). On GFX9 (gfx950 included)
+# these zero the high 16 bits of the destination (LLVM GCNSubtarget::zeroesHigh16BitsOfDest).
+def _lo16(x):
+    return np.asarray(x, np.uint32) & _U(0xFFFF)
+
+
+def _s16(x):
+    return _lo16(x).astype(np.uint16).view(np.int16).astype(np.int32)
+
+
+def _z16(f):
+    return lambda *a: (np.asarray(f(*a)).astype(np.int64) & 0xFFFF).astype(np.uint32)
+
+
+SIMPLE.update({
+    "v_lshlrev_b16": ((U32, U32), U32, _z16(lambda a, b: _lo16(b) << (_lo16(a) & _U(15)))),
+    "v_lshrrev_b16": ((U32, U32), U32, _z16(lambda a, b: _lo16(b) >> (_lo16(a) & _U(15)))),
+    "v_ashrrev_i16": ((U32, U32), U32, _z16(lambda a, b: _s16(b) >> (_lo16(a) & _U(15)).astype(np.int32))),
+    "v_add_u16": ((U32, U32), U32, _z16(lambda a, b: _lo16(a) + _lo16(b))),
+    "v_sub_u16": ((U32, U32), U32, _z16(lambda a, b: _lo16(a).astype(np.int64) - _lo16(b))),
+    "v_subrev_u16": ((U32, U32), U32, _z16(lambda a, b: _lo16(b).astype(np.int64) - _lo16(a))),
+    "v_mul_lo_u16": ((U32, U32), U32, _z16(lambda a, b: _lo16(a) * _lo16(b))),
+    "v_max_u16": ((U32, U32), U32, _z16(lambda a, b: np.maximum(_lo16(a), _lo16(b)))),
+    "v_min_u16": ((U32, U32), U32, _z16(lambda a, b: np.minimum(_lo16(a), _lo16(b)))),
+    "v_max_i16": ((U32, U32), U32, _z16(lambda a, b: np.maximum(_s16(a), _s16(b)))),
+    "v_min_i16": ((U32, U32), U32, _z16(lambda a, b: np.minimum(_s16(a), _s16(b)))),
+})
+_INT16_OPS = {k for k in SIMPLE if k.endswith(("_b16", "_u16", "_i16"))}
+
 _FLOAT_TYPES = (F32, F64)
 
 
@@ -450,6 +480,10 @@ def build_valu(inst: Instruction, ctx) -> Callable:
     name = base_name(inst)
     if name.endswith("_sdwa"):
         return _build_sdwa(inst, ctx, name[:-5])
+    if name.endswith("_dpp"):
+        return _build_dpp(inst, ctx, name[:-4])
+    if name in _INT16_OPS and inst.fmt == "VOP3" and inst.fields["opsel"]:
+        raise DecodeError(f"op_sel on a 16-bit op is not implemented: {inst}")
     special = SPECIAL.get(name)
     if special is not None:
         return special(inst, ctx)
@@ -843,7 +877,187 @@ def _bitop3(inst, ctx):
     return run
 
 
+# ---- DPP (VOP1/VOP2 with src0 = 0xFA; GFX9 encoding of the second dword) ----
+def _dpp_source_lanes(ctrl: int) -> np.ndarray | None:
+    """Source lane of each lane for a DPP_CTRL value (-1: no source lane), or None if unknown.
+
+    GFX9 DPP_CTRL: 0x000-0x0FF quad_perm, 0x101-0x10F row_shl, 0x111-0x11F row_shr, 0x121-0x12F row_ror,
+    0x130 wave_shl1, 0x134 wave_rol1, 0x138 wave_shr1, 0x13C wave_ror1, 0x140 row_mirror,
+    0x141 row_half_mirror, 0x142 row_bcast15 (lane 15 of each row to the next row), 0x143 row_bcast31
+    (lane 31 to rows 2 and 3). Rows are 16 lanes."""
+    lane = np.arange(64)
+    row, pos = lane // 16, lane % 16
+    if ctrl <= 0xFF:
+        sel = np.array([(ctrl >> (2 * k)) & 3 for k in range(4)])
+        return lane - lane % 4 + sel[lane % 4]
+    if 0x101 <= ctrl <= 0x10F:
+        n = ctrl & 0xF
+        return np.where(pos + n < 16, lane + n, -1)
+    if 0x111 <= ctrl <= 0x11F:
+        n = ctrl & 0xF
+        return np.where(pos - n >= 0, lane - n, -1)
+    if 0x121 <= ctrl <= 0x12F:
+        n = ctrl & 0xF
+        return row * 16 + (pos + n) % 16
+    if ctrl == 0x130:
+        return np.where(lane + 1 < 64, lane + 1, -1)
+    if ctrl == 0x134:
+        return (lane + 1) % 64
+    if ctrl == 0x138:
+        return np.where(lane >= 1, lane - 1, -1)
+    if ctrl == 0x13C:
+        return (lane - 1) % 64
+    if ctrl == 0x140:
+        return row * 16 + 15 - pos
+    if ctrl == 0x141:
+        return lane - lane % 8 + 7 - lane % 8
+    if ctrl == 0x142:
+        return np.where(row >= 1, row * 16 - 1, -1)
+    if ctrl == 0x143:
+        return np.where(row >= 2, 31, -1)
+    return None
+
+
+def _build_dpp(inst: Instruction, ctx, name: str) -> Callable:
+    """VOP1/VOP2 DPP: src0 is read from another lane of the VGPR named in the DPP dword. A lane whose
+    source lane does not exist or is inactive reads 0 when BOUND_CTRL is set, otherwise is not written.
+    ROW_MASK / BANK_MASK disable the write of whole rows (16 lanes) / banks (lanes 4k..4k+3 of each row)."""
+    e = inst.fields["ext_word"]
+    src0, ctrl, bound = e & 0xFF, (e >> 8) & 0x1FF, (e >> 19) & 1
+    neg0, abs0, neg1, abs1 = (e >> 20) & 1, (e >> 21) & 1, (e >> 22) & 1, (e >> 23) & 1
+    bank_mask, row_mask = (e >> 24) & 0xF, (e >> 28) & 0xF
+    srcl = _dpp_source_lanes(ctrl)
+    spec = SIMPLE.get(name)
+    if srcl is None or spec is None or name.startswith("v_cmp"):
+        raise DecodeError(f"unimplemented DPP {inst} (dpp_ctrl 0x{ctrl:x})")
+    tys, dty, f = spec
+    lane = np.arange(64)
+    enabled = np.array([(row_mask >> (l // 16) & 1) and (bank_mask >> ((l % 16) // 4) & 1) for l in lane], bool)
+    has_src = srcl >= 0
+    srcc = np.where(has_src, srcl, 0)
+
+    def modded(rd, ty, neg, absm):
+        if ty != F32 or not (neg or absm):
+            if neg or absm:
+                raise DecodeError(f"DPP neg/abs on a non-float operand: {inst}")
+            return rd
+        r0 = (lambda w: np.abs(rd(w))) if absm else rd
+        return (lambda w: -r0(w)) if neg else r0
+
+    np_ty = {U32: np.uint32, I32: np.int32, F32: np.float32}
+    if tys[0] not in np_ty or dty not in np_ty or len(tys) > 2:
+        raise DecodeError(f"unimplemented DPP {inst}")
+    view = {U32: "v", I32: "vi", F32: "vf"}[tys[0]]
+
+    def read0(w):
+        col = getattr(w, view)[:, src0]
+        valid = has_src & w.exec_mask[srcc]
+        return np.where(valid, col[srcc], np_ty[tys[0]](0)), valid
+
+    r1 = modded(vreader(inst.fields["vsrc1"] + 256, tys[1], inst), tys[1], neg1, abs1) if len(tys) == 2 else None
+    d = inst.fields["vdst"]
+    dview = {U32: "v", I32: "vi", F32: "vf"}[dty]
+
+    def run(w):
+        a, valid = read0(w)
+        if tys[0] == F32 and (abs0 or neg0):
+            a = np.abs(a) if abs0 else a
+            a = -a if neg0 else a
+        with np.errstate(all="ignore"):
+            res = f(a) if r1 is None else f(a, r1(w))
+        write = w.exec_mask & enabled & (valid | bool(bound))
+        np.copyto(getattr(w, dview)[:, d], np.broadcast_to(np.asarray(res), (64,)), where=write, casting="unsafe")
+    return run
+
+
+# ---- division helpers (AMD pseudocode, CDNA4) ----
+def _exponent_f32(x):
+    return ((np.asarray(x, np.float32).view(np.uint32) >> _U(23)) & _U(0xFF)).astype(np.int32)
+
+
+def _is_denorm_f32(x):
+    x = np.asarray(x, np.float32)
+    return (_exponent_f32(x) == 0) & (x != 0)
+
+
+def _div_scale(inst, ctx):
+    """v_div_scale_f32 D, VCC-like sdst, S0, S1, S2: scales S0 by 2^+-64 where N/D (S2/S1) would lose
+    precision; sdst flags lanes whose quotient v_div_fmas must scale back by 2^32. Default: D = S0."""
+    src = _Srcs(inst)
+    r0, r1, r2 = (src.reader(k, F32, ctx) for k in range(3))
+    wr = vwriter(inst.fields["vdst"], F32)
+    cout = _carry_dst(inst)
+
+    def run(w):
+        s0, s1, s2 = (np.broadcast_to(np.asarray(r(w), np.float32), (64,)) for r in (r0, r1, r2))
+        with np.errstate(all="ignore"):
+            q = (s2 / s1).astype(np.float32)
+        e1, e2 = _exponent_f32(s1), _exponent_f32(s2)
+        d = s0.copy()
+        vcc = np.zeros(64, bool)
+        undef = (s2 == 0) | (s1 == 0)
+        big = ~undef & (e2 - e1 >= 96)
+        den1 = ~undef & ~big & _is_denorm_f32(s1)
+        # (1.0 / f64(S1)) is never an f64 denormal for a float32 S1: those two branches cannot fire
+        qden = ~undef & ~big & ~den1 & _is_denorm_f32(q)
+        tiny = ~undef & ~big & ~den1 & ~qden & (e2 <= 23)
+        vcc |= big | qden
+        up = np.float32(2.0 ** 64)
+        d = np.where(big & (s0 == s1), s0 * up, d)
+        d = np.where(den1, s0 * up, d)
+        d = np.where(qden & (s0 == s2), s0 * up, d)
+        d = np.where(tiny, s0 * up, d)
+        d = np.where(undef, np.float32(np.nan), d)
+        wr(w, d.astype(np.float32))
+        cout(w, vcc)
+    return run
+
+
+def _div_fmas(inst, ctx):
+    """v_div_fmas_f32: fma(S0, S1, S2), times 2^32 in lanes whose VCC bit is set."""
+    src = _Srcs(inst)
+    r0, r1, r2 = (src.reader(k, F32, ctx) for k in range(3))
+    f = _post(lambda a, b, c: a, F32, src)
+    wr = vwriter(inst.fields["vdst"], F32)
+
+    def run(w):
+        r = np.asarray(fx.fma_f32(r0(w), r1(w), r2(w)), np.float32)
+        vcc = bits_to_mask(w.vcc)
+        with np.errstate(over="ignore"):
+            r = np.where(vcc, r * np.float32(2.0 ** 32), r).astype(np.float32)
+        wr(w, f(r, None, None))
+    return run
+
+
+def _div_fixup(inst, ctx):
+    """v_div_fixup_f32 D, S0 (quotient), S1 (denominator), S2 (numerator): special cases of S2/S1."""
+    src = _Srcs(inst)
+    r0, r1, r2 = (src.reader(k, F32, ctx) for k in range(3))
+    f = _post(lambda a: a, F32, src)
+    wr = vwriter(inst.fields["vdst"], F32)
+    f32 = np.float32
+
+    def run(w):
+        s0, s1, s2 = (np.broadcast_to(np.asarray(r(w), f32), (64,)) for r in (r0, r1, r2))
+        neg = (np.signbit(s1) ^ np.signbit(s2))
+        inf = np.where(neg, f32(-np.inf), f32(np.inf))
+        zero = np.where(neg, f32(-0.0), f32(0.0))
+        qnan = np.uint32(0xFFC00000).view(f32)
+        quiet = lambda x: (x.view(np.uint32) | _U(0x400000)).view(f32)  # noqa: E731
+        e1, e2 = _exponent_f32(s1), _exponent_f32(s2)
+        conds = [np.isnan(s2), np.isnan(s1), (s1 == 0) & (s2 == 0), np.isinf(s1) & np.isinf(s2),
+                 (s1 == 0) | np.isinf(s2), np.isinf(s1) | (s2 == 0),
+                 e2 - e1 < -150,          # UNDERFLOW_F32: |N/D| < 2^-150 rounds to zero
+                 e1 == 255]
+        outs = [quiet(s2), quiet(s1), np.broadcast_to(qnan, (64,)), np.broadcast_to(qnan, (64,)), inf, zero,
+                zero, inf]
+        d = np.select(conds, outs, default=np.where(neg, -np.abs(s0), np.abs(s0)))
+        wr(w, f(d.astype(f32)))
+    return run
+
+
 SPECIAL: dict[str, Callable] = {
+    "v_div_scale_f32": _div_scale, "v_div_fmas_f32": _div_fmas, "v_div_fixup_f32": _div_fixup,
     "v_bitop3_b32": _bitop3,
     "v_fmac_f32": _fmac, "v_fmamk_f32": _fmamk, "v_fmaak_f32": _fmamk, "v_cndmask_b32": _cndmask,
     "v_add_co_u32": _addsub_co, "v_sub_co_u32": _addsub_co, "v_subrev_co_u32": _addsub_co,
