@@ -53,6 +53,8 @@ def _spans(dims: Dims, ptrs: Pointers, out_row_stride: int) -> list[BufferSpan]:
 def _plan_and_launch(backend: Backend, device_id: int, dims: Dims, ptrs: Pointers, out_row_stride: int,
                      clean_logits: bool, tunables: Tunables, stream: int) -> LaunchPlan | None:
     family = family_for(backend.arch)
+    if tunables.variant is not None and backend.arch != "gfx950":
+        raise ValueError(f"variant: only the gfx950 kernel has variants; got {tunables.variant!r} for {backend.arch}")
     if not family.is_supported(dims.heads, dims.head_dim):
         raise ValueError(f"(num_heads, head_dim): expected a shape with a built {backend.arch} kernel "
                          f"(is_supported() says which), got ({dims.heads}, {dims.head_dim})")
@@ -71,7 +73,8 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
            cu_seqlen_ke_ptr: int, out_ptr: int, *, M: int, N: int, num_heads: int, head_dim: int,
            out_row_stride: int | None = None, clean_logits: bool = True, stream: int = 0,
            device: str = "hip", device_id: int = 0, block_m: int = 0, split_n: int = 0, num_warps: int = 0,
-           unroll2: bool | None = None, reverse_rows: bool | None = None) -> LaunchPlan | None:
+           unroll2: bool | None = None, reverse_rows: bool | None = None,
+           variant: str | None = None) -> LaunchPlan | None:
     """Raw entry for hosts without a DLPack framework: device pointers as integers.
 
     q [M, num_heads, head_dim] and k [N, head_dim] are contiguous fp8 e4m3fn bytes; kv_scale [N],
@@ -87,7 +90,7 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
         if int(value) < 0:
             raise ValueError(f"{name}: expected >= 0, got {value}")
     ptrs = Pointers(q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr, out_ptr)
-    tunables = Tunables(block_m, split_n, num_warps, unroll2, reverse_rows)
+    tunables = Tunables(block_m, split_n, num_warps, unroll2, reverse_rows, variant)
     return _plan_and_launch(get_backend(device), device_id, Dims(M, N, num_heads, head_dim), ptrs,
                             out_row_stride, clean_logits, tunables, stream)
 
@@ -158,7 +161,7 @@ def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
                    clean_logits: bool = True, out: Any = None, *, block_m: int = 0, split_n: int = 0,
                    num_warps: int = 0, unroll2: bool | None = None, reverse_rows: bool | None = None,
-                   stream: int | None = None) -> Any:
+                   variant: str | None = None, stream: int | None = None) -> Any:
     """logits[m, n] = sum_h relu(<q[m,h], k[n]>) * kv_scale[n] * weights[m,h] for n in [ks[m], ke[m]).
 
     Args (any objects with ``__dlpack__``: torch, CuPy, JAX, numpy arrays):
@@ -171,6 +174,8 @@ def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqle
         clean_logits: write -inf outside each row's window; when False those positions are not written.
         out: optional [M, N] float32 destination whose row stride may be any value >= N.
         block_m, split_n, num_warps, unroll2, reverse_rows: tunables; 0 / None = host heuristic.
+        variant: gfx950 kernel design, "seed" (the seed's permlane head reduce, the baseline), "mr"
+            (weighted head sum on a bf16 MFMA) or "mrp" (the same with a packed-int16 ReLU); None = default.
         stream: the stream to launch on; None = the caller framework's current stream.
     Returns:
         logits [M, N] float32 in the caller's framework (``out`` itself when given).
@@ -203,6 +208,6 @@ def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqle
         out_view = dlpack.from_dlpack(out, name="out", stream=dl_stream)
     ptrs = Pointers(*(views[n].ptr for n in named), out_view.ptr)
     out_row_stride = out_view.strides[0] if dims.M > 1 else dims.N
-    tunables = Tunables(int(block_m), int(split_n), int(num_warps), unroll2, reverse_rows)
+    tunables = Tunables(int(block_m), int(split_n), int(num_warps), unroll2, reverse_rows, variant)
     _plan_and_launch(backend, device[1], dims, ptrs, out_row_stride, clean_logits, tunables, stream)
     return result()

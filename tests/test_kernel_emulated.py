@@ -79,16 +79,21 @@ def test_padded_output_rows_are_left_alone(rng):
 
 
 def _tunable_grid():
+    """(variant, heads, head_dim, block_m) for every BLOCK_M each kernel design builds, read from the
+    manifest so that a new variant is swept without editing this list."""
+    from rawindexer.dispatch.gfx950 import PATHS, Gfx950Family
+
+    family = Gfx950Family()
     grid = []
-    for (h, d), bm in [((32, 128), range(1, 5)), ((32, 64), range(1, 8)), ((64, 64), range(1, 4)),
-                       ((128, 128), [1])]:
-        for b in bm:
-            grid.append((h, d, b))
+    for path in PATHS:
+        for h, d in HEAD_SHAPES:
+            for bm in sorted({bm for bm, _ in family.variants(h, d, path)}):
+                grid.append((path, h, d, bm))
     return grid
 
 
-@pytest.mark.parametrize("heads,head_dim,block_m", _tunable_grid())
-def test_tunables(rng, heads, head_dim, block_m):
+@pytest.mark.parametrize("variant,heads,head_dim,block_m", _tunable_grid())
+def test_tunables(rng, variant, heads, head_dim, block_m):
     # Each BLOCK_M against a fresh random draw of the other tunables (split_n 1..4, num_warps 1..8,
     # unroll2, reverse_rows), so repeated runs cover the whole grid.
     split_n = int(rng.integers(1, 5))
@@ -97,7 +102,15 @@ def test_tunables(rng, heads, head_dim, block_m):
     mode = WINDOW_MODES[int(rng.integers(len(WINDOW_MODES)))]
     M, N = (2 * block_m * 3, 192) if mode == "cp" else (int(rng.integers(1, 4 * block_m + 3)), int(rng.integers(40, 300)))
     run_case(rng, M, N, heads, head_dim, mode, bool(rng.integers(2)), block_m=block_m, split_n=split_n,
-             num_warps=num_warps, unroll2=unroll2, reverse_rows=reverse)
+             num_warps=num_warps, unroll2=unroll2, reverse_rows=reverse, variant=variant)
+
+
+@pytest.mark.parametrize("variant", ["seed", "mr", "mrp"])
+@pytest.mark.parametrize("heads,head_dim", HEAD_SHAPES)
+@pytest.mark.parametrize("mode", WINDOW_MODES)
+def test_window_modes_for_every_design(rng, variant, heads, head_dim, mode):
+    M, N = (12, 96) if mode == "cp" else (19, 150)
+    run_case(rng, M, N, heads, head_dim, mode, bool(rng.integers(2)), variant=variant)
 
 
 @pytest.mark.parametrize("split_n,num_warps,unroll2,reverse", itertools.product([1, 3], [1, 2, 8], [False, True], [False, True]))

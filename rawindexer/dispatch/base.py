@@ -42,6 +42,8 @@ class Tunables:
     num_warps: int = 0
     unroll2: bool | None = None
     reverse_rows: bool | None = None
+    #: kernel design where a target builds several (gfx950: "seed" | "mr" | "mrp"); None = default
+    variant: str | None = None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ Two kernel paths are built (see build.py's Variant.path):
 * ``"mr"``   -- "MFMA reduce": the weighted head sum runs on a bf16 MFMA (3 waves/SIMD at the same
   shape, ~0.55 VALU per (row, token) instead of ~1.15).
 
-Which one the heuristic picks is :data:`DEFAULT_PATH`, overridable per process with the environment
-variable ``RAWINDEXER_GFX950_PATH`` (``seed`` | ``mr``): the public Tunables carry no path field.
+* ``"mrp"``  -- the MFMA-reduce path with a packed-int16 ReLU (v_pk_max_i16): one reduce MFMA instead of two.
+
+Which one runs: the caller's ``variant=`` tunable, else the environment variable
+``RAWINDEXER_GFX950_PATH``, else :data:`DEFAULT_PATH`.
 """
 from __future__ import annotations
 
@@ -45,8 +47,12 @@ class Gfx950Family(KernelFamily):
         return bool(self.variants(heads, head_dim, "seed") or self.variants(heads, head_dim, "mr"))
 
     @staticmethod
-    def path() -> str:
-        """The kernel path in use: RAWINDEXER_GFX950_PATH if set, else :data:`DEFAULT_PATH`."""
+    def path(tunables: Tunables | None = None) -> str:
+        """The kernel path in use: ``tunables.variant``, else RAWINDEXER_GFX950_PATH, else :data:`DEFAULT_PATH`."""
+        if tunables is not None and tunables.variant:
+            if tunables.variant not in PATHS:
+                raise ValueError(f"variant: expected None or one of {PATHS}, got {tunables.variant!r}")
+            return tunables.variant
         path = os.environ.get("RAWINDEXER_GFX950_PATH", "") or DEFAULT_PATH
         if path not in PATHS:
             raise ValueError(f"RAWINDEXER_GFX950_PATH: expected one of {PATHS}, got {path!r}")
@@ -91,7 +97,7 @@ class Gfx950Family(KernelFamily):
         triangle's average row block), reverse on. split_n stays 1 on all three (>= 256 row blocks).
         On the MFMA-reduce path the 3 waves/SIMD come on top of that. Unmeasured: no gfx950 here.
         """
-        path = self.path()
+        path = self.path(tunables)
         variants = self.variants(problem.heads, problem.head_dim, path)
         block_m = tunables.block_m or self.default_block_m(variants, path)
         square_short = problem.M == problem.N and problem.N in (1024, 4096, 8192)
@@ -118,7 +124,7 @@ class Gfx950Family(KernelFamily):
                 "unroll2": bool(unroll2), "reverse_rows": bool(reverse)}
 
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
-        path = self.path()
+        path = self.path(tunables)
         variants = self.variants(problem.heads, problem.head_dim, path)
         if not variants:
             raise ValueError(f"(num_heads, head_dim): no gfx950 kernel for ({problem.heads}, {problem.head_dim}); "
