@@ -238,8 +238,11 @@ class Sm90Variant:
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync path keeps Q in 48 KB of static shared
 # memory and uses BLOCK_M * heads = 256.
+# "wg": f32 CUDA-core head reduce; "wgr": bf16 tensor-core head reduce (docs/PERFORMANCE.md, "Mirror of the
+# gfx950 MFMA head-reduce"). The experiments "wgp", "wgrp", "wgx" are built by bench/exp_sm90.py only.
 SM90_VARIANTS: list[Sm90Variant] = [
-    Sm90Variant(h, d, bm, "wg") for h in (32, 64, 128) for d in (64, 128) for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)
+    Sm90Variant(h, d, bm, impl) for impl in ("wg", "wgr") for h in (32, 64, 128) for d in (64, 128)
+    for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)
 ] + [Sm90Variant(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
 
 

@@ -36,6 +36,7 @@ typedef long long i64;
 enum : int {
   FLAG_CLEAN_LOGITS = 1,  // write -inf outside each row's window (the fused -inf fill)
   FLAG_REVERSE_ROWS = 2,  // dispatch high-m row blocks first
+  FLAG_VEC4_FILL = 4,     // out and out_row_stride keep every row 16-byte aligned: float4 -inf fill (sm_90a)
 };
 
 constexpr int WARP = 32;
@@ -383,7 +384,67 @@ __device__ __forceinline__ void load_wg_tile(WgTile<NCH>& kt, const u8* __restri
   }
 }
 
-template <int H, int D, int BM>
+// ---- helpers of the epilogues ---------------------------------------------------------------------
+// relu + round to bf16, two at a time: `lo` lands in the low half (the lower k index of an MMA fragment).
+__device__ __forceinline__ uint32_t relu_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// D += A(16x16 bf16) * B(16x8 bf16), f32 accumulate: native HMMA.16816.F32.BF16 on sm_90.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// Keeps the compiler from moving reads of wgmma accumulators above the wait (CUTLASS's fence_operand).
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&a)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(a[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// -inf over [a, b) of one row, spread over `workers` warps; float4 stores in the 16-byte-aligned middle
+// when the host says every row starts 16-byte aligned (FLAG_VEC4_FILL).
+__device__ __forceinline__ void fill_neg_inf(float* __restrict__ row, int a, int b, bool vec4, int worker,
+                                             int workers, int lane) {
+  const float ninf = -__int_as_float(0x7f800000);
+  if (b <= a) return;
+  int a4 = a, b4 = a;
+  if (vec4) {
+    a4 = min(b, (a + 3) & ~3);
+    b4 = max(a4, b & ~3);
+    const int n4 = (b4 - a4) >> 2;
+    float4* v = reinterpret_cast<float4*>(row + a4);
+    for (int idx = worker * WARP + lane; idx < n4; idx += workers * WARP)
+      v[idx] = make_float4(ninf, ninf, ninf, ninf);
+  }
+  // scalar head [a, a4) and tail [b4, b) (the whole range when not vectorised)
+  const int head = a4 - a, tail = b - b4;
+  for (int idx = worker * WARP + lane; idx < head + tail; idx += workers * WARP)
+    row[idx < head ? a + idx : b4 + (idx - head)] = ninf;
+}
+
+// Epilogues of the wgmma path (template parameter EPI):
+enum : int {
+  EPI_FP32 = 0,  // v1-v3: per accumulator FMNMX + FFMA on the CUDA cores, quad butterfly
+  EPI_MMA = 1,   // mirror of the gfx950 MFMA head-reduce: cvt.rn.relu.bf16x2 then a bf16 mma.sync against
+                 // block-diagonal weights, so the head sum runs on the tensor cores
+  EPI_NONE = 2,  // diagnostic only (wrong results): store one accumulator, to time the MMA + K stream alone
+};
+
+template <int H, int D, int BM, int EPI, bool PP>
 __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q, const u8* __restrict__ k,
                                                        const float* __restrict__ kv_scale,
                                                        const float* __restrict__ weights,
@@ -394,12 +455,14 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   constexpr int NQ = BM * H;  // wgmma N: every head of every row of the block
   static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M * H must be 64, 128 or 256");
   static_assert(D % 64 == 0, "D must be a multiple of 64");
+  static_assert(BM <= 8, "the MMA head-reduce puts the block's rows on an n8 MMA");
   constexpr int KS = D / 32;     // k32 steps
   constexpr int NCH = D / 64;    // 16-byte chunks per lane per token
   constexpr int TILE = 64;       // tokens per warpgroup tile (the wgmma's M)
   constexpr int NACC = NQ / 2;   // accumulator floats per thread
-  constexpr int V = 2 * BM;      // per-lane partial sums: (row, token gid / gid + 8)
+  constexpr int V = 2 * BM;      // fp32 epilogue: per-lane partial sums (row, token gid / gid + 8)
   constexpr int VPL = V >= 4 ? V / 4 : 1;
+  constexpr int SLABS = NQ / 16; // k16 slabs of the head-reduce MMA
   constexpr uint32_t LBO = 128, SBO = 8 * D;
 
   __shared__ __align__(128) u8 q_s[NQ * D];
@@ -463,83 +526,195 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
     }
   }
   if (hi <= lo) lo = hi = 0;
+  // Same value in every lane already; the shuffle makes that visible to ptxas's uniformity analysis.
+  lo = __shfl_sync(0xffffffffu, lo, 0);
+  hi = __shfl_sync(0xffffffffu, hi, 0);
 
   const int tiles = (hi - lo + TILE - 1) / TILE;
   const int tile_begin = (int)((i64)tiles * split / split_n);
   const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
   const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
 
-  float acc[NACC];
-#pragma unroll
-  for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+  // EPI_MMA: B operand of the head-reduce MMA, the block-diagonal weights, staged once per block in
+  // shared memory in fragment order (one 8-byte read per lane per slab; registers would cost 2 per slab and
+  // a resident warpgroup). Slab i covers columns [16i, 16i + 16) = row 16i / H (H >= 16), so lane
+  // (gid, tig) holds weights[row][16i%H + 2tig + {0, 1, 8, 9}] when gid == that row, zero otherwise.
+  __shared__ uint2 wb_s[EPI == EPI_MMA ? SLABS * WARP : 1];
+  if constexpr (EPI == EPI_MMA) {
+    for (int idx = tid; idx < SLABS * WARP; idx += nthreads) {
+      const int i = idx / WARP, l = idx % WARP, g = l >> 2, tg = l & 3;
+      const bool mine = g == (16 * i) / H;
+      wb_s[idx] = mine ? make_uint2(bf16x2(w_s[16 * i + 2 * tg], w_s[16 * i + 2 * tg + 1]),
+                                    bf16x2(w_s[16 * i + 8 + 2 * tg], w_s[16 * i + 9 + 2 * tg]))
+                       : make_uint2(0u, 0u);
+    }
+    __syncthreads();
+  }
 
-  // DESIGN: warpgroups split the tile range; the next tile's K is prefetched into registers while
-  // this one is multiplied, so each warpgroup keeps a K stream in flight.
-  WgTile<NCH> cur, nxt;
-  int t = tile_begin + wg;
-  if (t < tile_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
-  for (; t < tile_end; t += nwg) {
-    const int base = lo + t * TILE;
-    cur = nxt;
-    if (t + nwg < tile_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
-
+  auto tile_hit = [&](int base) {
     // Warpgroup-uniform: skip the tensor work when no row's window meets this tile (packed requests).
-    bool hit_any = false;
+    bool h = false;
 #pragma unroll
     for (int r = 0; r < BM; ++r) {
       const int2 w = win_s[r];
-      hit_any |= w.x < w.y && base < w.y && base + TILE > w.x;
+      h |= w.x < w.y && base < w.y && base + TILE > w.x;
     }
-
-    float res[VPL];
-    if (hit_any) {
-      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    return h;
+  };
+  auto issue = [&](float (&acc)[NACC], const WgTile<NCH>& kt) {
+    fence_regs(acc);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-      for (int s = 0; s < KS; ++s) {
-        const int c = s / 2, s2 = s % 2;
-        const uint32_t a[4] = {word(cur.k[0][c], 2 * s2), word(cur.k[1][c], 2 * s2),
-                               word(cur.k[0][c], 2 * s2 + 1), word(cur.k[1][c], 2 * s2 + 1)};
-        wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
+    for (int s = 0; s < KS; ++s) {
+      const int c = s / 2, s2 = s % 2;
+      const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2),
+                             word(kt.k[0][c], 2 * s2 + 1), word(kt.k[1][c], 2 * s2 + 1)};
+      wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
+    }
+    fence_regs(acc);
+  };
+  auto commit = [] { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); };
+  // One value (row r, token tok) of the tile: the logit inside the row's window, -inf outside it.
+  auto put = [&](int r, int tok, bool hit, float v) {
+    if (r < nrows && tok < hi) {
+      const int2 w = win_s[r];
+      float* dst = out + (i64)(m0 + r) * out_row_stride + tok;
+      if (hit && tok >= w.x && tok < w.y)
+        *dst = v;
+      else if (clean)
+        *dst = -__int_as_float(0x7f800000);
+    }
+  };
+  auto epilogue = [&](float (&acc)[NACC], float sc0, float sc1, int base, bool hit) {
+    const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
+    if constexpr (EPI == EPI_MMA) {
+      // Accumulator (row gid / gid+8, cols 8j + 2tig + {0,1}) is exactly the m16n8k16 A fragment of slab
+      // i = columns 16i..16i+15: a0 = (gid, 2tig..) = d[8i+0,1], a1 = (gid+8, ..) = d[8i+2,3],
+      // a2 = (gid, 8+2tig..) = d[8i+4,5], a3 = (gid+8, 8+2tig..) = d[8i+6,7]. No shuffles.
+      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (PP || hit) {  // PP: no accumulator read under a branch (ptxas would serialize the wgmmas)
+#pragma unroll
+        for (int i = 0; i < SLABS; ++i) {
+          const uint2 b = wb_s[i * WARP + lane];
+          mma_bf16(c, relu_bf16x2(acc[8 * i + 0], acc[8 * i + 1]), relu_bf16x2(acc[8 * i + 2], acc[8 * i + 3]),
+                   relu_bf16x2(acc[8 * i + 4], acc[8 * i + 5]), relu_bf16x2(acc[8 * i + 6], acc[8 * i + 7]),
+                   b.x, b.y);
+        }
       }
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-
+      // C fragment: c0/c1 = (token gid, rows 2tig, 2tig+1), c2/c3 = (token gid+8, same rows).
+      if (2 * tig < BM) {
+        put(2 * tig, tok0, hit, c[0] * sc0);
+        put(2 * tig, tok0 + 8, hit, c[2] * sc1);
+        if (2 * tig + 1 < BM) {
+          put(2 * tig + 1, tok0, hit, c[1] * sc0);
+          put(2 * tig + 1, tok0 + 8, hit, c[3] * sc1);
+        }
+      }
+    } else if constexpr (EPI == EPI_NONE) {
+      put(0, tok0, hit, acc[0] * sc0);
+      put(0, tok0 + 8, hit, acc[2] * sc1);
+    } else {
       // DESIGN: head reduction in registers; kv_scale hoisted past it.
-      float part[V];
+      float res[VPL];
+      if (PP || hit) {
+        float part[V];
 #pragma unroll
-      for (int i = 0; i < V; ++i) part[i] = 0.0f;
+        for (int i = 0; i < V; ++i) part[i] = 0.0f;
 #pragma unroll
-      for (int j = 0; j < NQ / 8; ++j) {
-        const int r = j / (H / 8);
-        const float2 w = *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig);
-        part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-        part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
-        part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-        part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
+        for (int j = 0; j < NQ / 8; ++j) {
+          const int r = j / (H / 8);
+          const float2 w = *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
+        }
+        if constexpr (V >= 4) {
+          reduce_scatter<V / 2>(part, res, tig);
+        } else {
+          // One row: scatter the two tokens over lane pairs, then finish the sum within each pair.
+          const bool up2 = tig & 2;
+          float x = up2 ? part[1] : part[0];
+          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+        }
       }
-      if constexpr (V >= 4) {
-        reduce_scatter<V / 2>(part, res, tig);
-      } else {
-        // One row: scatter the two tokens over lane pairs, then finish the sum within each pair.
-        const bool up2 = tig & 2;
-        float x = up2 ? part[1] : part[0];
-        x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
-        res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+#pragma unroll
+      for (int i = 0; i < VPL; ++i) {
+        const int v = V >= 4 ? VPL * tig + i : (tig >> 1);
+        const int r = v >> 1, hh = v & 1;
+        if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i] * (hh ? sc1 : sc0) : 0.0f);
       }
     }
+  };
+
+  float accA[NACC];
 #pragma unroll
-    for (int i = 0; i < VPL; ++i) {
-      const int v = V >= 4 ? VPL * tig + i : (tig >> 1);
-      const int r = v >> 1, hh = v & 1;
-      const int tok = base + 16 * wq + 8 * hh + gid;
-      if ((V >= 4 || (tig & 1) == 0) && r < nrows && tok < hi) {
-        const int2 w = win_s[r];
-        float* dst = out + (i64)(m0 + r) * out_row_stride + tok;
-        if (hit_any && tok >= w.x && tok < w.y)
-          *dst = res[i] * (hh ? cur.scale[1] : cur.scale[0]);  // a run-time index would go to local memory
-        else if (clean)
-          *dst = -__int_as_float(0x7f800000);
+  for (int i = 0; i < NACC; ++i) accA[i] = 0.0f;
+
+  if constexpr (!PP) {
+    // DESIGN: warpgroups split the tile range; the next tile's K is prefetched into registers while
+    // this one is multiplied, so each warpgroup keeps a K stream in flight.
+    WgTile<NCH> cur, nxt;
+    int t = tile_begin + wg;
+    if (t < tile_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
+    for (; t < tile_end; t += nwg) {
+      const int base = lo + t * TILE;
+      cur = nxt;
+      if (t + nwg < tile_end)
+        load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
+      const bool hit = tile_hit(base);
+      if (hit) {
+        issue(accA, cur);
+        commit();
+        wgmma_wait<0>();
+        fence_regs(accA);
       }
+      epilogue(accA, cur.scale[0], cur.scale[1], base, hit);
+    }
+  } else {
+    // Ping-pong: two accumulator sets. Tile t+nwg's wgmma is issued before tile t's epilogue, so each
+    // warpgroup overlaps its own CUDA-core epilogue with its own tensor work. A commit group is made
+    // for every tile, and every tile's wgmma is issued even when no row's window meets it: a wgmma under
+    // a branch makes ptxas serialize all of them (C7520, "WG.AR in divergent path"). hA/hB only gate the
+    // epilogue's stores.
+    float accB[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) accB[i] = 0.0f;
+    WgTile<NCH> ka, kb;
+    int t = tile_begin + wg;
+    if (t < tile_end) {
+      // Loads past the range are clamped to token hi - 1 (harmless); their wgmma is wasted work, at most
+      // one tile per warpgroup per block, and their epilogue is never run.
+      load_wg_tile<D, NCH>(ka, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
+      bool hA = tile_hit(lo + t * TILE), hB = false;
+      issue(accA, ka);
+      commit();
+      load_wg_tile<D, NCH>(kb, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
+      for (;;) {
+        const int t1 = t + nwg;
+        hB = t1 < tile_end && tile_hit(lo + t1 * TILE);
+        issue(accB, kb);
+        commit();
+        wgmma_wait<1>();
+        fence_regs(accA);
+        const float a0 = ka.scale[0], a1 = ka.scale[1];
+        load_wg_tile<D, NCH>(ka, k, kv_scale, lo + (t1 + nwg) * TILE + 16 * wq, hi, gid, tig);
+        epilogue(accA, a0, a1, lo + t * TILE, hA);
+        if (t1 >= tile_end) break;
+        const int t2 = t1 + nwg;
+        hA = t2 < tile_end && tile_hit(lo + t2 * TILE);
+        issue(accA, ka);
+        commit();
+        wgmma_wait<1>();
+        fence_regs(accB);
+        const float b0 = kb.scale[0], b1 = kb.scale[1];
+        load_wg_tile<D, NCH>(kb, k, kv_scale, lo + (t2 + nwg) * TILE + 16 * wq, hi, gid, tig);
+        epilogue(accB, b0, b1, lo + t1 * TILE, hB);
+        if (t2 >= tile_end) break;
+        t = t2;
+      }
+      wgmma_wait<0>();
     }
   }
 
@@ -547,19 +722,21 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   if (clean) {
     const int worker = split * num_warps + warp;
     const int workers = split_n * num_warps;
-    const int fill = lo + (N - hi);
+    const bool vec4 = flags & FLAG_VEC4_FILL;
     for (int r = 0; r < nrows; ++r) {
       float* dst_row = out + (i64)(m0 + r) * out_row_stride;
-      for (int idx = worker * WARP + lane; idx < fill; idx += workers * WARP) {
-        const int c = idx < lo ? idx : hi + (idx - lo);
-        dst_row[c] = -__int_as_float(0x7f800000);
-      }
+      fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
+      fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
     }
   }
 }
 
 // Kernel symbols (build.py picks the list and passes it as VARIANTS(X) = X(H, D, BM, IMPL) ...):
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma path (default)
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma path, f32 FMNMX+FFMA head reduce on the CUDA cores
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgp   the same with two accumulator sets (ping-pong)
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma path, bf16 MMA head reduce (mirror of gfx950's _mr)
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgrp  the same with ping-pong
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgx   diagnostic, WRONG results: no head reduce (timing only)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync path (kept as the simple, independent baseline)
 #define KERNEL_PARAMS                                                                                      \
   const u8 *q, const u8 *k, const float *kv_scale, const float *weights, const int *cu_seqlen_ks,          \
@@ -568,11 +745,16 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
 #define KERNEL_ARGS \
   q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, N, split_n, num_warps, flags
 
-#define INSTANTIATE_wg(H, D, BM)                                                                     \
-  extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_wg( \
-      KERNEL_PARAMS) {                                                                               \
-    fp8_mqa_logits_wg_body<H, D, BM>(KERNEL_ARGS);                                                   \
+#define WG_KERNEL(H, D, BM, SUFFIX, EPI, PP)                                                              \
+  extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX( \
+      KERNEL_PARAMS) {                                                                                     \
+    fp8_mqa_logits_wg_body<H, D, BM, EPI, PP>(KERNEL_ARGS);                                                \
   }
+#define INSTANTIATE_wg(H, D, BM) WG_KERNEL(H, D, BM, wg, EPI_FP32, false)
+#define INSTANTIATE_wgp(H, D, BM) WG_KERNEL(H, D, BM, wgp, EPI_FP32, true)
+#define INSTANTIATE_wgr(H, D, BM) WG_KERNEL(H, D, BM, wgr, EPI_MMA, false)
+#define INSTANTIATE_wgrp(H, D, BM) WG_KERNEL(H, D, BM, wgrp, EPI_MMA, true)
+#define INSTANTIATE_wgx(H, D, BM) WG_KERNEL(H, D, BM, wgx, EPI_NONE, false)
 #define INSTANTIATE_mma(H, D, BM)                                                                     \
   extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_mma( \
       KERNEL_PARAMS) {                                                                                \

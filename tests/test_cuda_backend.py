@@ -88,12 +88,20 @@ def test_plan_defaults_and_kernargs(sm90_target):
     assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm4_wg"
     assert plan.grid == (1024, 1, 1) and plan.block == (128, 1, 1)
     assert plan.config["reverse_rows"] is True
-    # flags = clean | reverse at offset 80; M, N at 64, 68
-    assert int.from_bytes(plan.kernargs[80:84], "little") == 3
+    # flags = clean | reverse | vec4 fill (out 16-byte aligned, stride % 4 == 0) at offset 80; M, N at 64, 68
+    assert int.from_bytes(plan.kernargs[80:84], "little") == 7
+    odd = fam.plan(Problem(4096, 32768, 32, 128, 32769, True), Tunables(), PTRS, 132)
+    assert int.from_bytes(odd.kernargs[80:84], "little") == 3, "an odd row stride must not take the float4 fill"
     assert int.from_bytes(plan.kernargs[64:68], "little") == 4096
     assert int.from_bytes(plan.kernargs[68:72], "little") == 32768
     small = fam.plan(Problem(128, 32768, 64, 128, 32768, False), Tunables(), PTRS, 132)
     assert small.grid[1] > 1, "a small row grid must be split over N to fill the card"
+    # v4 heuristic (H200 numbers in docs/PERFORMANCE.md): 336 row blocks keep two warpgroups per block,
+    # and N = 1024 rows are never split
+    mid = fam.plan(Problem(671, 131072, 64, 128, 131072, True), Tunables(), PTRS, 132)
+    assert mid.config["num_warps"] == 8
+    square = fam.plan(Problem(1024, 1024, 64, 128, 1024, False), Tunables(), PTRS, 132)
+    assert square.config["split_n"] == 1 and square.config["num_warps"] == 4
 
 
 @pytest.mark.parametrize("tunables, problem, match", [
@@ -224,3 +232,17 @@ def test_backend_without_cuda_bindings(monkeypatch):
 
     with pytest.raises(ImportError, match="cuda-bindings"):
         CudaBackend()
+
+
+def test_mirror_variant_is_built_and_selectable(sm90_target, monkeypatch):
+    """The bf16 tensor-core head reduce ("wgr", docs/PERFORMANCE.md) ships beside the default and is chosen by
+    impl= or RAWINDEXER_SM90_IMPL."""
+    from rawindexer.dispatch.sm90 import DEFAULT_IMPL, Sm90Family
+
+    build_dir, _ = sm90_target
+    plan = Sm90Family(build_dir, impl="wgr").plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
+    assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm4_wgr"
+    monkeypatch.setenv("RAWINDEXER_SM90_IMPL", "wgr")
+    assert Sm90Family(build_dir).impl == "wgr"
+    monkeypatch.delenv("RAWINDEXER_SM90_IMPL")
+    assert Sm90Family(build_dir).impl == DEFAULT_IMPL == "wg"

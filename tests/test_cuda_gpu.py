@@ -199,11 +199,163 @@ def test_mma_path_small():
     assert not failures, "\n".join(failures[:20])
 
 
+# ---------------------------------------------------------------------------------------------------
+# GPU interop through the public API: torch, CuPy and JAX arrays in, the caller's framework out, zero-copy
+# `out=`, and the launch on the caller's current stream
+# ---------------------------------------------------------------------------------------------------
+INTEROP_SHAPE = (1024, 4096, 32, 128)  # M, N, H, D: long enough (~tens of us) that a misordered launch shows
+
+
+def _interop_inputs(seed: int = 5):
+    import torch
+
+    from rawindexer.bench import make_inputs, torch_fp8_mqa_logits
+
+    M, N, H, D = INTEROP_SHAPE
+    ks_np, ke_np = _windows("causal", M, N, seed)
+    args = make_inputs(M, N, H, D, ks_np, ke_np, seed)
+    ref = torch_fp8_mqa_logits(*args, clean_logits=True)
+    torch.cuda.synchronize()
+    return args, ref
+
+
+def interop_torch() -> list[tuple[bool, str]]:
+    """torch CUDA tensors (float8_e4m3fn and uint8 views) in -> torch out; out= zero-copy; caller's stream."""
+    import torch
+
+    import rawindexer
+
+    (q, k, kv, w, ks, ke), ref = _interop_inputs()
+    M, N = ref.shape
+    results = []
+    for label, qq, kk in (("fp8", q, k), ("uint8 view", q.view(torch.uint8), k.view(torch.uint8))):
+        got = rawindexer.fp8_mqa_logits(qq, kk, kv, w, ks, ke, clean_logits=True)
+        torch.cuda.synchronize()
+        ok, msg = grade_gpu(got, ref, ks, ke, True)
+        ok = ok and isinstance(got, torch.Tensor) and got.is_cuda and got.shape == (M, N)
+        results.append((ok, f"torch {label} in, torch out: {msg}"))
+    # out= on a non-default stream: poison queued on that stream behind ~20 ms of busy-wait, then our launch.
+    # Launched anywhere but that stream, the kernel would run before the poison lands and the result be NaN.
+    s = torch.cuda.Stream()
+    out = torch.empty((M, N), device="cuda", dtype=torch.float32)
+    ptr = out.data_ptr()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(40_000_000)
+        out.fill_(float("nan"))
+        got = rawindexer.fp8_mqa_logits(q, k, kv, w, ks, ke, clean_logits=True, out=out)
+    s.synchronize()
+    ok, msg = grade_gpu(out, ref, ks, ke, True)
+    same = got is out and got.data_ptr() == ptr
+    results.append((ok and same, f"torch out= on a side stream (after its synchronize): {msg}; "
+                                 f"same tensor/data_ptr: {same}"))
+    return results
+
+
+def interop_cupy() -> list[tuple[bool, str]]:
+    """CuPy arrays (uint8 fp8 codes) in -> CuPy out; out= zero-copy (.data.ptr); CuPy's current stream."""
+    import cupy
+    import torch
+
+    import rawindexer
+
+    (q, k, kv, w, ks, ke), ref = _interop_inputs()
+    M, N = ref.shape
+    cq, ck = cupy.from_dlpack(q.view(torch.uint8)), cupy.from_dlpack(k.view(torch.uint8))
+    ckv, cw, cks, cke = (cupy.from_dlpack(x) for x in (kv, w, ks, ke))
+    results = []
+    got = rawindexer.fp8_mqa_logits(cq, ck, ckv, cw, cks, cke, clean_logits=True)
+    cupy.cuda.Device().synchronize()
+    ok, msg = grade_gpu(torch.from_dlpack(got), ref, ks, ke, True)
+    ok = ok and isinstance(got, cupy.ndarray) and got.shape == (M, N)
+    results.append((ok, f"cupy uint8 in, cupy out: {msg}"))
+    s = cupy.cuda.Stream(non_blocking=True)
+    out = cupy.empty((M, N), dtype=cupy.float32)
+    ptr = out.data.ptr
+    with s:
+        # the busy-wait goes on CuPy's stream through torch's ExternalStream
+        with torch.cuda.stream(torch.cuda.ExternalStream(s.ptr)):
+            torch.cuda._sleep(40_000_000)
+        out.fill(cupy.nan)
+        got = rawindexer.fp8_mqa_logits(cq, ck, ckv, cw, cks, cke, clean_logits=True, out=out)
+    s.synchronize()
+    ok, msg = grade_gpu(torch.from_dlpack(out), ref, ks, ke, True)
+    same = got is out and got.data.ptr == ptr
+    results.append((ok and same, f"cupy out= on a non-blocking stream (after its synchronize): {msg}; "
+                                 f"same array/.data.ptr: {same}"))
+    return results
+
+
+def interop_jax() -> list[tuple[bool, str]]:
+    """JAX GPU arrays (uint8 fp8 codes) in -> JAX out; out= zero-copy (unsafe_buffer_pointer)."""
+    import os
+
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    import rawindexer
+
+    (q, k, kv, w, ks, ke), ref = _interop_inputs()
+    M, N = ref.shape
+    gpu = jax.devices("gpu")[0]
+    host = [x.view(torch.uint8).cpu().numpy() if x.dtype == torch.float8_e4m3fn else x.cpu().numpy()
+            for x in (q, k, kv, w, ks, ke)]
+    jq, jk, jkv, jw, jks, jke = (jax.device_put(x, gpu) for x in host)
+    results = []
+    # The result is read right away: torch busy-waits on the legacy default stream first, so a JAX read that
+    # does not wait for our launch sees unwritten memory.
+    torch.cuda._sleep(40_000_000)
+    got = rawindexer.fp8_mqa_logits(jq, jk, jkv, jw, jks, jke, clean_logits=True)
+    isjax = isinstance(got, jax.Array) and got.shape == (M, N)
+    early = torch.from_numpy(np.asarray(got)).cuda()
+    ok, msg = grade_gpu(early, ref, ks, ke, True)
+    results.append((ok and isjax, f"jax uint8 in, jax out, read with no explicit sync: {msg}"))
+    torch.cuda.synchronize()
+    ok, msg = grade_gpu(torch.from_numpy(np.asarray(got)).cuda(), ref, ks, ke, True)
+    results.append((ok and isjax, f"jax uint8 in, jax out, read after a device synchronize: {msg}"))
+    out = jnp.full((M, N), jnp.nan, dtype=jnp.float32, device=gpu)
+    out.block_until_ready()
+    ptr = out.unsafe_buffer_pointer()
+    got = rawindexer.fp8_mqa_logits(jq, jk, jkv, jw, jks, jke, clean_logits=True, out=out)
+    torch.cuda.synchronize()
+    ok, msg = grade_gpu(torch.from_numpy(np.asarray(out)).cuda(), ref, ks, ke, True)
+    same = got is out and got.unsafe_buffer_pointer() == ptr
+    results.append((ok and same, f"jax out= (written in place, after a device synchronize): {msg}; "
+                                 f"same array/unsafe_buffer_pointer: {same}"))
+    return results
+
+
+@pytest.mark.gpu
+def test_interop_torch():
+    _need_gpu()
+    res = interop_torch()
+    assert all(ok for ok, _ in res), "\n".join(m for _, m in res)
+
+
+@pytest.mark.gpu
+def test_interop_cupy():
+    _need_gpu()
+    pytest.importorskip("cupy")
+    res = interop_cupy()
+    assert all(ok for ok, _ in res), "\n".join(m for _, m in res)
+
+
+@pytest.mark.gpu
+def test_interop_jax():
+    _need_gpu()
+    pytest.importorskip("jax")
+    res = interop_jax()
+    assert all(ok for ok, _ in res), "\n".join(m for _, m in res)
+
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small shapes, all heads/dims/modes")
     parser.add_argument("--full", action="store_true", help="all 14 shapes")
     parser.add_argument("--mma", action="store_true", help="also the mma.sync path on small shapes")
+    parser.add_argument("--interop", action="store_true", help="only the torch / CuPy / JAX interop checks")
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
     parser.add_argument("--log", type=Path, default=None)
     args = parser.parse_args()
@@ -215,6 +367,18 @@ def main() -> int:
             logf.write(s + "\n")
             logf.flush()
 
+    if args.interop:
+        fails = 0
+        for fn in (interop_torch, interop_cupy, interop_jax):
+            try:
+                res = fn()
+            except Exception as exc:  # report and go on to the next framework
+                res = [(False, f"{fn.__name__}: {type(exc).__name__}: {exc}")]
+            for ok, msg in res:
+                fails += not ok
+                log(f"{'PASS' if ok else 'FAIL'} {msg}")
+        log(f"interop: {fails} failing check(s)")
+        return 1 if fails else 0
     if args.sanitizer_subset:
         runs = [([(17, 76), (61, 1024), (128, 64)], (32, 64), DIMS, MODES, "api")]
     elif args.full:

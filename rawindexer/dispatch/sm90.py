@@ -1,13 +1,21 @@
 """Host side of the sm_90a (Hopper) kernel family: variant choice, launch geometry, kernargs.
 
-Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``). Two implementations:
+Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``). Implementations:
 
-* ``wg``  -- wgmma path (default): one 64-token K tile per warpgroup step, N = BLOCK_M * heads in {64, 128, 256}
+* ``wg``  -- wgmma path: one 64-token K tile per warpgroup step, N = BLOCK_M * heads in {64, 128, 256}, head
+  reduce as f32 FMNMX + FFMA on the CUDA cores
+* ``wgr`` -- the same score MMA, head reduce on the tensor cores (mirror of the gfx950 MFMA head-reduce):
+  relu + bf16 pack, then a bf16 mma.sync against block-diagonal weights
+* ``wgp`` / ``wgrp`` / ``wgx`` -- experiments (ping-pong accumulators; no head reduce), built only by
+  ``bench/exp_sm90.py``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
+
+``RAWINDEXER_SM90_IMPL`` overrides the default implementation (``DEFAULT_IMPL``).
 """
 from __future__ import annotations
 
+import os
 from math import ceil
 from pathlib import Path
 
@@ -15,13 +23,20 @@ from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunabl
 
 FLAG_CLEAN_LOGITS = 1
 FLAG_REVERSE_ROWS = 2
+FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: float4 -inf fill
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
-TILE_TOKENS = {"wg": 64, "mma": 32}
+TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "mma": 32}
+#: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
+DEFAULT_IMPL = "wg"
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
 DEFAULT_N = 128
 #: Hopper blocks resident per SM we aim to fill with row blocks x splits before splitting further
 TARGET_BLOCKS_PER_SM = 4
+#: one warpgroup per block (num_warps 4) once row blocks >= this many per SM, else two (v4: was 2)
+ROW_BLOCKS_PER_SM_FOR_4_WARPS = 3
+#: SplitN never leaves a K stream fewer tiles than this (v4: was 8)
+MIN_TILES_PER_STREAM = 16
 #: seed rule: high-m-first dispatch pays once rows' windows are long
 REVERSE_ROWS_MIN_N = 2048
 
@@ -31,8 +46,10 @@ class Sm90Family(KernelFamily):
 
     arch = "sm_90a"
 
-    def __init__(self, build_dir: Path = BUILD_DIR, impl: str = "wg") -> None:
+    def __init__(self, build_dir: Path = BUILD_DIR, impl: str | None = None) -> None:
         super().__init__(build_dir)
+        if impl is None:
+            impl = os.environ.get("RAWINDEXER_SM90_IMPL") or DEFAULT_IMPL
         if impl not in TILE_TOKENS:
             raise ValueError(f"impl must be one of {sorted(TILE_TOKENS)}, got {impl!r}")
         self.impl = impl
@@ -73,36 +90,40 @@ class Sm90Family(KernelFamily):
                 raise ValueError(f"block_m={t.block_m} not built for heads={p.heads}, head_dim={p.head_dim} "
                                  f"({self.impl}); choose from {sorted(variants)}")
             block_m = t.block_m
-        elif self.impl == "wg":
+        elif self.impl != "mma":
             block_m = min(variants, key=lambda bm: abs(bm * p.heads - DEFAULT_N))
         else:
             block_m = max(variants)
 
         if t.num_warps:
-            if not 1 <= t.num_warps <= MAX_WARPS or (self.impl == "wg" and t.num_warps % 4):
+            if not 1 <= t.num_warps <= MAX_WARPS or (self.impl != "mma" and t.num_warps % 4):
                 raise ValueError(f"num_warps must be in 1..{MAX_WARPS}"
-                                 + (" and a multiple of 4 (whole warpgroups)" if self.impl == "wg" else "")
+                                 + (" and a multiple of 4 (whole warpgroups)" if self.impl != "mma" else "")
                                  + f", got {t.num_warps}")
             num_warps = t.num_warps
         row_blocks = max(1, ceil(p.M / block_m))
         if not t.num_warps:
-            # H200 sweep (docs/PERFORMANCE.md): one warpgroup per block wins once the row grid alone fills
-            # the card twice over; below that two warpgroups sharing one staged Q win (128 x 32768: 64 vs 72 us).
-            num_warps = 4 if self.impl != "wg" or row_blocks >= 2 * max(1, compute_units) else 8
+            # H200 sweeps (docs/PERFORMANCE.md): one warpgroup per block wins once the row grid alone fills
+            # the card three times over (4096 x 32768: 1320 vs 1353 us); below that two warpgroups sharing one
+            # staged Q win (128 x 32768: 64 vs 72 us; 671 x 131072 H=64, 336 row blocks: 1950 vs 2254 us).
+            num_warps = 4 if self.impl == "mma" or row_blocks >= ROW_BLOCKS_PER_SM_FOR_4_WARPS * max(1, compute_units) else 8
         if t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
             split_n = t.split_n
         else:
             # Fill the card: enough (row block, split) pairs for TARGET_BLOCKS_PER_SM per SM, but keep at
-            # least eight tiles per stream: on short rows (N=1024) every split re-stages Q and split 1 measured best.
+            # least MIN_TILES_PER_STREAM tiles per stream: on short rows every split re-stages Q
+            # (1024 x 1024 multi_req H=64: split 1 14.8 us, split 2 17.6 us).
             want = ceil(TARGET_BLOCKS_PER_SM * max(1, compute_units) / row_blocks)
-            streams = num_warps // 4 if self.impl == "wg" else num_warps
-            cap = max(1, ceil(p.N / TILE_TOKENS[self.impl]) // (8 * streams))
+            streams = num_warps // 4 if self.impl != "mma" else num_warps
+            cap = max(1, ceil(p.N / TILE_TOKENS[self.impl]) // (MIN_TILES_PER_STREAM * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
 
         reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
         flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
+        if self.impl != "mma" and pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
+            flags |= FLAG_VEC4_FILL  # every row starts 16-byte aligned
 
         symbol = variants[block_m]
         entry = self.target["kernels"][symbol]
