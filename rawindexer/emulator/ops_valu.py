@@ -990,26 +990,20 @@ def _div_scale(inst, ctx):
 
     def run(w):
         s0, s1, s2 = (np.broadcast_to(np.asarray(r(w), np.float32), (64,)) for r in (r0, r1, r2))
+        e1, e2 = _exponent_f32(s1), _exponent_f32(s2)
+        undef = (s2 == 0) | (s1 == 0)
         with np.errstate(all="ignore"):
             q = (s2 / s1).astype(np.float32)
-        e1, e2 = _exponent_f32(s1), _exponent_f32(s2)
-        d = s0.copy()
-        vcc = np.zeros(64, bool)
-        undef = (s2 == 0) | (s1 == 0)
+            up = (s0 * np.float32(2.0 ** 64)).astype(np.float32)
         big = ~undef & (e2 - e1 >= 96)
         den1 = ~undef & ~big & _is_denorm_f32(s1)
         # (1.0 / f64(S1)) is never an f64 denormal for a float32 S1: those two branches cannot fire
         qden = ~undef & ~big & ~den1 & _is_denorm_f32(q)
         tiny = ~undef & ~big & ~den1 & ~qden & (e2 <= 23)
-        vcc |= big | qden
-        up = np.float32(2.0 ** 64)
-        d = np.where(big & (s0 == s1), s0 * up, d)
-        d = np.where(den1, s0 * up, d)
-        d = np.where(qden & (s0 == s2), s0 * up, d)
-        d = np.where(tiny, s0 * up, d)
-        d = np.where(undef, np.float32(np.nan), d)
+        scale = (big & (s0 == s1)) | den1 | (qden & (s0 == s2)) | tiny
+        d = np.where(undef, np.float32(np.nan), np.where(scale, up, s0))
         wr(w, d.astype(np.float32))
-        cout(w, vcc)
+        cout(w, big | qden)
     return run
 
 
