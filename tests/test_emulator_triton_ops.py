@@ -9,7 +9,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import build
 from rawindexer.emulator import Emulator, pack_kernargs
@@ -125,7 +124,7 @@ def test_dpp_forms(rng):
     olds = rng.integers(0, 2**32, size=64, dtype=np.uint64).astype(np.uint32)
     out = np.full(64 * len(_DPP), POISON, np.uint32)
     stats = _launch("dpp_forms", [x, yf.view(np.uint32), olds, out], writable=[out], readonly=[x, yf, olds])
-    xv, active_all = x.view(np.float32), np.ones(64, bool)
+    active_all = np.ones(64, bool)
     for k, (op, ctrl, row_mask, bank_mask, bound) in enumerate(_DPP):
         active = (x & 1 == 1) if k >= 13 else active_all
         exp = np.full(64, POISON, np.uint32)
@@ -145,7 +144,6 @@ def test_dpp_forms(rng):
                 exp[lane] = (np.float32(struct.unpack("<f", struct.pack("<I", src0))[0]) + yf[lane]).view(np.uint32)
         np.testing.assert_array_equal(out[64 * k: 64 * (k + 1)], exp, err_msg=f"{op} {ctrl} (form {k})")
     assert stats.per_opcode["v_mov_b32_dpp"] == 13 and stats.per_opcode["v_add_f32_dpp"] == 2
-    del xv
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -102,7 +102,6 @@ def elementwise_kernel(x_ptr, y_ptr, i_ptr, out_f_ptr, out_i_ptr, n, scale, shif
 
 
 # name -> (fn, signature, constexprs, options)
-_P = {"*fp8e4nv": "*fp8e4nv"}
 KERNELS = {
     "dot_e4m3_32": (dot_kernel, {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp32", "M": "i32", "N": "i32",
                                  "K": "i32"}, {"BM": 32, "BN": 32, "BK": 64}, {"num_warps": 1, "num_stages": 1}),
