@@ -29,7 +29,9 @@ v_max/v_min follow AMD's NaN/signed-zero rules; MFMA decodes fp8 e4m3fn / e5m2 e
 products of one instruction in float64 and rounds once to float32 (see :mod:`.ops_mfma`).
 Transcendentals (v_exp/v_log/v_rcp/v_rsq) are correctly rounded or within 1 ulp of float32, not
 bit-identical to the hardware's approximations. Not implemented: scratch (private) memory, LDS DMA,
-SDWA/DPP forms, fp6/fp4 MFMA operands, 16-bit VALU ops, image/export instructions.
+DPP on compares and on ops outside the plain VALU table, fp6/fp4 MFMA operands, 16-bit float VALU ops and
+op_sel on 16-bit ops, ds_read_b96_tr_b6, image/export instructions. Triton-compiled kernels (fp8/bf16
+dots with LDS transpose loads, DPP reductions, IEEE division) run: tests/test_emulator_triton.py.
 
 Modules: decoder (words -> Instruction), opcodes (tables), state (wave registers), memory (spans,
 memcheck), operands (operand readers/writers), ops_salu / ops_valu / ops_vmem / ops_lds / ops_mfma
