@@ -146,6 +146,7 @@ class _FakeDriver(types.ModuleType):
         super().__init__("cuda.bindings.driver")
         self.calls: list[tuple] = []
         self.fail: str | None = None
+        self.count = 1
 
     def _rec(self, name, *args, value=None):
         self.calls.append((name, args))
@@ -163,6 +164,18 @@ class _FakeDriver(types.ModuleType):
     def cuMemFree(self, p): return self._rec("cuMemFree", int(p))
     def cuDeviceGetAttribute(self, a, d): return self._rec("cuDeviceGetAttribute", a, d, value=132)
     def cuGetErrorName(self, e): return (0, b"CUDA_ERROR_INVALID_VALUE")
+    def cuDeviceGetCount(self): return self._rec("cuDeviceGetCount", value=self.count)
+
+    # The fake's "device memory" is host memory: the copies really move bytes, so the tests can check them.
+    def cuMemcpyHtoD(self, dst, src, n):
+        if self.fail != "cuMemcpyHtoD":
+            ctypes.memmove(int(dst), int(src), n)
+        return self._rec("cuMemcpyHtoD", type(dst).__name__, int(dst), int(src), n)
+
+    def cuMemcpyDtoH(self, dst, src, n):
+        if self.fail != "cuMemcpyDtoH":
+            ctypes.memmove(int(dst), int(src), n)
+        return self._rec("cuMemcpyDtoH", int(dst), type(src).__name__, int(src), n)
 
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         # Decode the extra array now: its buffers only live for the duration of the call.
@@ -246,3 +259,91 @@ def test_mirror_variant_is_built_and_selectable(sm90_target, monkeypatch):
     assert Sm90Family(build_dir).impl == "wgr"
     monkeypatch.delenv("RAWINDEXER_SM90_IMPL")
     assert Sm90Family(build_dir).impl == DEFAULT_IMPL == "wg"
+
+
+def test_backend_host_copies(fake_driver):
+    import numpy as np
+    from rawindexer.backends.cuda import CudaBackend, CudaError
+
+    be = CudaBackend()
+    src = np.arange(1000, dtype=np.float32)
+    dev = np.zeros(1000, dtype=np.float32)  # stands in for device memory (the fake memmoves)
+    be.copy_from_host(dev.ctypes.data, src)
+    name, args = fake_driver.calls[-1]
+    assert name == "cuMemcpyHtoD" and args == ("CUdeviceptr", dev.ctypes.data, src.ctypes.data, 4000)
+    assert fake_driver.calls[-2][0] == "cuCtxSetCurrent", "copies run in the backend's context"
+    np.testing.assert_array_equal(dev, src)
+    back = np.full(1000, np.nan, dtype=np.float32)
+    be.copy_to_host(back, dev.ctypes.data)
+    name, args = fake_driver.calls[-1]
+    assert name == "cuMemcpyDtoH" and args == (back.ctypes.data, "CUdeviceptr", dev.ctypes.data, 4000)
+    np.testing.assert_array_equal(back, src)
+    # 2-D and uint8 arrays copy their bytes as they lie
+    q = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+    qd = np.zeros_like(q)
+    be.copy_from_host(qd.ctypes.data, q)
+    np.testing.assert_array_equal(qd, q)
+    # empty arrays make no driver call
+    n = len(fake_driver.calls)
+    be.copy_from_host(dev.ctypes.data, np.empty(0, np.float32))
+    be.copy_to_host(np.empty(0, np.float32), dev.ctypes.data)
+    assert len(fake_driver.calls) == n
+    # non-contiguous or read-only arrays are refused before any copy
+    with pytest.raises(ValueError, match="contiguous"):
+        be.copy_from_host(dev.ctypes.data, src[::2])
+    with pytest.raises(ValueError, match="contiguous"):
+        be.copy_to_host(back[::2], dev.ctypes.data)
+    ro = np.zeros(4, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        be.copy_to_host(ro, dev.ctypes.data)
+    fake_driver.fail = "cuMemcpyHtoD"
+    with pytest.raises(CudaError, match="cuMemcpyHtoD failed"):
+        be.copy_from_host(dev.ctypes.data, src)
+    fake_driver.fail = "cuMemcpyDtoH"
+    with pytest.raises(CudaError, match="cuMemcpyDtoH failed"):
+        be.copy_to_host(back, dev.ctypes.data)
+
+
+def test_backend_device_count(fake_driver):
+    from rawindexer.backends.cuda import CudaBackend, cuda_device_count
+
+    be = CudaBackend()
+    assert be.device_count() == 1
+    fake_driver.count = 8
+    assert be.device_count() == 8 and cuda_device_count() == 8
+    fake_driver.fail = "cuDeviceGetCount"
+    assert be.device_count() == 0
+    fake_driver.fail = "cuInit"  # e.g. CUDA_ERROR_NO_DEVICE: 0, not an exception
+    assert be.device_count() == 0 and cuda_device_count() == 0
+
+    def broken():
+        raise OSError("libcuda.so.1: cannot open shared object file")
+    fake_driver.cuDeviceGetCount = broken
+    fake_driver.fail = None
+    assert be.device_count() == 0
+
+
+def test_device_count_without_cuda_bindings(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cuda", None)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)
+    from rawindexer.backends.cuda import cuda_device_count
+
+    assert cuda_device_count() == 0
+
+
+def test_run_py_picks_cuda_when_a_device_is_counted(fake_driver, monkeypatch):
+    """run.py's device choice: hip absent, cuda with device_count() > 0 -> "cuda"; 0 devices -> emulator."""
+    import rawindexer.backends as backends
+    import run
+
+    def no_hip(name, _get=backends.get_backend):
+        if name == "hip":
+            raise ImportError("no hip-python")
+        return _get(name)
+    monkeypatch.setattr(backends, "_instances", {})
+    monkeypatch.setattr(backends, "get_backend", no_hip)
+    assert run.pick_device(None) == "cuda"
+    fake_driver.count = 0
+    assert run.pick_device(None) == "emulator"
+    assert run.pick_device("cuda") == "cuda"

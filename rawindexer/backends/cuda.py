@@ -29,6 +29,27 @@ def _driver() -> Any:
     return driver
 
 
+def cuda_device_count(driver: Any = None) -> int:
+    """CUDA devices visible to this process: cuInit + cuDeviceGetCount. 0 when cuda-bindings is missing, the
+    driver cannot be loaded or initialised (no GPU), or any call fails; this never raises."""
+    try:
+        drv = driver if driver is not None else _driver()
+        ok = drv.CUresult.CUDA_SUCCESS
+        err = drv.cuInit(0)
+        if (err[0] if isinstance(err, tuple) else err) != ok:
+            return 0
+        err, count = drv.cuDeviceGetCount()
+        return int(count) if err == ok else 0
+    except Exception:  # no bindings, no libcuda, odd bindings: treat as "no device"
+        return 0
+
+
+def _require_contiguous(array: Any, what: str) -> None:
+    flags = getattr(array, "flags", None)
+    if flags is None or not flags.c_contiguous:
+        raise ValueError(f"{what}: expected a C-contiguous numpy array")
+
+
 class CudaError(RuntimeError):
     """A CUDA driver call returned something other than CUDA_SUCCESS."""
 
@@ -119,6 +140,30 @@ class CudaBackend(Backend):
 
     def free(self, allocation: DeviceAllocation) -> None:
         self._check(self.driver.cuMemFree(self.driver.CUdeviceptr(allocation.ptr)), "cuMemFree")
+
+    def copy_from_host(self, dst_ptr: int, src: Any) -> None:
+        """cuMemcpyHtoD of a contiguous host array's bytes to device address ``dst_ptr`` (synchronous)."""
+        _require_contiguous(src, "copy_from_host")
+        if src.nbytes == 0:
+            return
+        self._make_current()
+        self._check(self.driver.cuMemcpyHtoD(self.driver.CUdeviceptr(int(dst_ptr)), int(src.ctypes.data),
+                                             int(src.nbytes)), "cuMemcpyHtoD")
+
+    def copy_to_host(self, dst: Any, src_ptr: int) -> None:
+        """cuMemcpyDtoH of ``dst.nbytes`` bytes from device address ``src_ptr`` into a contiguous host array."""
+        _require_contiguous(dst, "copy_to_host")
+        if not dst.flags.writeable:
+            raise ValueError("copy_to_host: the destination array is read-only")
+        if dst.nbytes == 0:
+            return
+        self._make_current()
+        self._check(self.driver.cuMemcpyDtoH(int(dst.ctypes.data), self.driver.CUdeviceptr(int(src_ptr)),
+                                             int(dst.nbytes)), "cuMemcpyDtoH")
+
+    def device_count(self) -> int:
+        """cuDeviceGetCount; 0 (never an exception) when the driver call fails."""
+        return cuda_device_count(self.driver)
 
     def compute_units(self, device_id: int | None = None) -> int:
         dev = self.device if device_id is None or device_id == self.device_id else \
