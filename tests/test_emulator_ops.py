@@ -293,3 +293,27 @@ def test_permlane_requires_full_exec():
     out = np.zeros(128, np.uint32)
     with pytest.raises(ExecMaskError):
         launch("xlane", "permlane_swap", (1, 1, 1), (48, 1, 1), [a, a, out], writable=[out], readonly=[a])
+
+
+def test_packed_int16_ops(rng):
+    """v_pk_{max,min}_{i16,u16}, v_pk_{add,sub}_u16, v_pk_mul_lo_u16 against numpy, op_sel swizzles included."""
+    from emulator_kernels.harness import compiled
+
+    listing = compiled("pk16")[1]
+    for mnemonic in ("v_pk_max_i16", "v_pk_min_i16", "v_pk_max_u16", "v_pk_min_u16", "v_pk_add_u16",
+                     "v_pk_sub_i16", "v_pk_mul_lo_u16"):
+        assert mnemonic in listing, mnemonic
+    assert "op_sel:[1,0] op_sel_hi:[0,1]" in listing  # the swizzled max
+    n = 128
+    a = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    a[:4] = [0x80000000, 0x00008000, 0x7FFF8001, 0xFFFF0000]  # -0.0 bf16 patterns and extremes
+    out = np.zeros(9 * n, np.uint32)
+    launch("pk16", "pk16_ops", (n // 64, 1, 1), (64, 1, 1), [a, b, out, n], writable=[out], readonly=[a, b])
+    sa, sb = a.view(np.int16).reshape(n, 2), b.view(np.int16).reshape(n, 2)
+    ua, ub = a.view(np.uint16).reshape(n, 2), b.view(np.uint16).reshape(n, 2)
+    pack = lambda x: np.ascontiguousarray(x.astype(np.uint16)).view(np.uint32).reshape(n)  # noqa: E731
+    expected = [np.maximum(sa, sb), np.minimum(sa, sb), np.maximum(ua, ub), np.minimum(ua, ub), ua + ub, ua - ub,
+                np.maximum(sa, 0), np.maximum(sa[:, ::-1], sb), ua * ub]
+    for k, e in enumerate(expected):
+        assert np.array_equal(out[k * n:(k + 1) * n], pack(e)), k

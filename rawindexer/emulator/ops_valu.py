@@ -745,6 +745,47 @@ def _accvgpr(inst, ctx):
     return lambda w: wr(w, rd(w))
 
 
+_PK16 = {
+    # name: (signed operands, function of two int64 arrays) -- results wrap to 16 bits
+    "v_pk_max_i16": (True, np.maximum), "v_pk_min_i16": (True, np.minimum),
+    "v_pk_max_u16": (False, np.maximum), "v_pk_min_u16": (False, np.minimum),
+    "v_pk_add_u16": (False, np.add), "v_pk_sub_u16": (False, np.subtract),
+    "v_pk_add_i16": (True, np.add), "v_pk_sub_i16": (True, np.subtract),
+    "v_pk_mul_lo_u16": (False, np.multiply),
+    "v_pk_lshlrev_b16": (False, lambda a, b: b << (a & 15)),
+    "v_pk_lshrrev_b16": (False, lambda a, b: b >> (a & 15)),
+    "v_pk_ashrrev_i16": (True, lambda a, b: b >> (a & 15)),
+}
+
+
+def _pk_i16(inst, ctx):
+    """Packed 16-bit integer VOP3P ops (AMD pseudocode: tmp[15:0] = op(S0[15:0], S1[15:0]),
+    tmp[31:16] = op(S0[31:16], S1[31:16])). op_sel bit k picks which half of source k feeds the low
+    result, op_sel_hi bit k the half feeding the high result. Integer ops take no neg modifiers; clamp
+    (saturation) is not modelled and refused."""
+    name = inst.name
+    f = inst.fields
+    if f["neg"] or f["neg_hi"] or f["clamp"]:
+        raise DecodeError(f"unimplemented modifiers (neg/neg_hi/clamp) on {inst}")
+    signed, fn = _PK16[name]
+    opsel = f["opsel"]
+    opsel_hi = f["opsel_hi"] | (f["opsel_hi2"] << 2)
+    readers = [vreader(f["src0"], U32, inst), vreader(f["src1"], U32, inst)]
+    wr = vwriter(f["vdst"], U32)
+
+    def half(x, hi: int) -> np.ndarray:
+        h = (np.asarray(x, np.uint32) >> np.uint32(16 * hi)) & np.uint32(0xFFFF)
+        return h.astype(np.int16).astype(np.int64) if signed else h.astype(np.int64)
+
+    def run(w):
+        a, b = (r(w) for r in readers)
+        lo = fn(half(a, opsel & 1), half(b, opsel >> 1 & 1)) & 0xFFFF
+        hi = fn(half(a, opsel_hi & 1), half(b, opsel_hi >> 1 & 1)) & 0xFFFF
+        res = np.broadcast_to((lo | (hi << 16)).astype(np.uint32), (64,))
+        wr(w, res)
+    return run
+
+
 def _pk_f32(inst, ctx):
     """v_pk_{fma,mul,add}_f32 / v_pk_mov_b32: two float32 lanes per 64-bit register pair; op_sel picks
     the dword of each source feeding the low result, op_sel_hi the one feeding the high result."""
@@ -1062,5 +1103,6 @@ SPECIAL: dict[str, Callable] = {
     "v_permlane32_swap_b32": _permlane32_swap, "v_permlane16_swap_b32": _permlane16_swap, "v_swap_b32": _swap,
     "v_accvgpr_read_b32": _accvgpr, "v_accvgpr_write_b32": _accvgpr, "v_accvgpr_mov_b32": _accvgpr,
     "v_pk_fma_f32": _pk_f32, "v_pk_mul_f32": _pk_f32, "v_pk_add_f32": _pk_f32, "v_pk_mov_b32": _pk_f32,
+    **{name: _pk_i16 for name in _PK16},
     "v_nop": lambda inst, ctx: (lambda w: None),
 }
