@@ -105,8 +105,7 @@ def test_tunables(rng, variant, heads, head_dim, block_m):
              num_warps=num_warps, unroll2=unroll2, reverse_rows=reverse, variant=variant)
 
 
-@pytest.mark.parametrize("variant", ["seed", "mr", "mrp"])
-@pytest.mark.parametrize("heads,head_dim", HEAD_SHAPES)
+@pytest.mark.parametrize("variant,heads,head_dim", sorted({(p, h, d) for p, h, d, _ in _tunable_grid()}))
 @pytest.mark.parametrize("mode", WINDOW_MODES)
 def test_window_modes_for_every_design(rng, variant, heads, head_dim, mode):
     M, N = (12, 96) if mode == "cp" else (19, 150)

@@ -9,7 +9,7 @@ Two kernel paths are built (see build.py's Variant.path):
 * ``"mrp"``  -- the MFMA-reduce path with a packed-int16 ReLU (v_pk_max_i16): one reduce MFMA instead of two.
 
 Which one runs: the caller's ``variant=`` tunable, else the environment variable
-``RAWINDEXER_GFX950_PATH``, else :data:`DEFAULT_PATH`.
+``RAWINDEXER_GFX950_PATH``, else the first of :data:`DEFAULT_PATHS` built for the (heads, head_dim).
 """
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ FLAG_CLEAN_LOGITS = 1
 FLAG_REVERSE_ROWS = 2
 PATHS = ("seed", "mr", "mrp")
 #: The path the heuristic uses unless RAWINDEXER_GFX950_PATH says otherwise.
-DEFAULT_PATH = "seed"
+#: In order of preference: "mrp" (fewest MFMA passes) is built only at H=32, D=128; "mr" everywhere.
+#: Both passed the emulator sweep; the seed path stays selectable as the baseline (variant="seed").
+DEFAULT_PATHS = ("mrp", "mr")
 
 
 class Gfx950Family(KernelFamily):
@@ -35,7 +37,7 @@ class Gfx950Family(KernelFamily):
     # ---- what is built ----
     def variants(self, heads: int, head_dim: int, path: str | None = None) -> dict[tuple[int, int], dict]:
         """{(block_m, unroll): manifest entry} of the built variants of one path serving (heads, head_dim)."""
-        path = path or self.path()
+        path = path or self.path(heads=heads, head_dim=head_dim)
         out = {}
         for symbol, entry in self.target["kernels"].items():
             p = entry["params"]
@@ -46,17 +48,22 @@ class Gfx950Family(KernelFamily):
     def is_supported(self, heads: int, head_dim: int) -> bool:
         return bool(self.variants(heads, head_dim, "seed") or self.variants(heads, head_dim, "mr"))
 
-    @staticmethod
-    def path(tunables: Tunables | None = None) -> str:
-        """The kernel path in use: ``tunables.variant``, else RAWINDEXER_GFX950_PATH, else :data:`DEFAULT_PATH`."""
+    def path(self, tunables: Tunables | None = None, heads: int = 32, head_dim: int = 128) -> str:
+        """The kernel path in use: ``tunables.variant``, else RAWINDEXER_GFX950_PATH, else the first of
+        :data:`DEFAULT_PATHS` that has a built variant for (heads, head_dim)."""
         if tunables is not None and tunables.variant:
             if tunables.variant not in PATHS:
                 raise ValueError(f"variant: expected None or one of {PATHS}, got {tunables.variant!r}")
             return tunables.variant
-        path = os.environ.get("RAWINDEXER_GFX950_PATH", "") or DEFAULT_PATH
-        if path not in PATHS:
-            raise ValueError(f"RAWINDEXER_GFX950_PATH: expected one of {PATHS}, got {path!r}")
-        return path
+        path = os.environ.get("RAWINDEXER_GFX950_PATH", "")
+        if path:
+            if path not in PATHS:
+                raise ValueError(f"RAWINDEXER_GFX950_PATH: expected one of {PATHS}, got {path!r}")
+            return path
+        for path in DEFAULT_PATHS:
+            if self.variants(heads, head_dim, path):
+                return path
+        return DEFAULT_PATHS[-1]
 
     # ---- the host heuristic ----
     def default_block_m(self, variants: dict, path: str = "seed") -> int:
@@ -97,7 +104,7 @@ class Gfx950Family(KernelFamily):
         triangle's average row block), reverse on. split_n stays 1 on all three (>= 256 row blocks).
         On the MFMA-reduce path the 3 waves/SIMD come on top of that. Unmeasured: no gfx950 here.
         """
-        path = self.path(tunables)
+        path = self.path(tunables, problem.heads, problem.head_dim)
         variants = self.variants(problem.heads, problem.head_dim, path)
         block_m = tunables.block_m or self.default_block_m(variants, path)
         square_short = problem.M == problem.N and problem.N in (1024, 4096, 8192)
@@ -124,11 +131,11 @@ class Gfx950Family(KernelFamily):
                 "unroll2": bool(unroll2), "reverse_rows": bool(reverse)}
 
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
-        path = self.path(tunables)
+        path = self.path(tunables, problem.heads, problem.head_dim)
         variants = self.variants(problem.heads, problem.head_dim, path)
         if not variants:
-            raise ValueError(f"(num_heads, head_dim): no gfx950 kernel for ({problem.heads}, {problem.head_dim}); "
-                             f"built: {sorted(self.supported_shapes())}")
+            raise ValueError(f"(num_heads, head_dim): no gfx950 {path!r} kernel for ({problem.heads}, "
+                             f"{problem.head_dim}); built: {sorted(self.supported_shapes(path))}")
         if tunables.block_m and (tunables.block_m, 1) not in variants:
             raise ValueError(f"block_m: expected 0 (heuristic) or one of {sorted({bm for bm, _ in variants})} for "
                              f"heads={problem.heads}, head_dim={problem.head_dim}, got {tunables.block_m}")
@@ -155,6 +162,6 @@ class Gfx950Family(KernelFamily):
             config=cfg,
         )
 
-    def supported_shapes(self) -> set[tuple[int, int]]:
+    def supported_shapes(self, path: str = "mr") -> set[tuple[int, int]]:
         return {(e["params"]["heads"], e["params"]["head_dim"]) for e in self.target["kernels"].values()
-                if e["params"].get("path", "seed") == self.path()}
+                if e["params"].get("path", "seed") == path}
