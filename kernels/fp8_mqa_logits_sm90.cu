@@ -350,11 +350,37 @@ __device__ __forceinline__ void wgmma_m64n256k32(float (&d)[128], const uint32_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
 }
 
+// N = 72 and 136: a block's head columns plus 8 columns of the linear term (EPI_ABS, below).
+__device__ __forceinline__ void wgmma_m64n72k32(float (&d)[36], const uint32_t (&a)[4], uint64_t desc, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n72k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, "
+      "{%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_m64n136k32(float (&d)[68], const uint32_t (&a)[4], uint64_t desc, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %73, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n136k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, "
+      "{%68, %69, %70, %71}, %72, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
+}
+
 template <int N>
 __device__ __forceinline__ void wgmma_k32(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int acc) {
   if constexpr (N == 64) wgmma_m64n64k32(d, a, desc, acc);
+  else if constexpr (N == 72) wgmma_m64n72k32(d, a, desc, acc);
   else if constexpr (N == 128) wgmma_m64n128k32(d, a, desc, acc);
-  else wgmma_m64n256k32(d, a, desc, acc);
+  else if constexpr (N == 136) wgmma_m64n136k32(d, a, desc, acc);
+  else {
+    static_assert(N == 256, "wgmma N: 64, 72, 128, 136 or 256");
+    wgmma_m64n256k32(d, a, desc, acc);
+  }
 }
 
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
@@ -731,12 +757,378 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   }
 }
 
+// ===================================================================================================
+// v5: lean epilogue (symbols _wf, _wa, _wfs, _was). Same score wgmma and K stream as _wg; what changes is
+// the CUDA-core work per 64-token tile, which v4 showed to be the whole gap to the no-reduce diagnostic:
+//   * every lane's output rows are fixed by its tig (the quad reduce-scatter), so the row pointer, the row's
+//     window and the -inf choice are hoisted out of the tile loop: one compare + select + STG per value;
+//   * weights read as float4 (LDS.128: one per two column blocks) from a lane-ordered copy in shared memory;
+//   * EPI_ABS (the "a" symbols): relu(x) = (x + |x|) / 2, so
+//         sum_h w_h relu(x_h) = sum_h (w_h/2) |x_h|  +  (sum_h (w_h/2) q_h) . k
+//     The first sum is ONE FFMA per accumulator (|x| is a free operand modifier) instead of FMNMX + FFMA; the
+//     second is linear in k, so it runs on the tensor cores as 8 extra wgmma columns (N = NQ + 8): per row the
+//     f32 vector q_lin = sum_h (w_h/2) q_h, scaled by a power of two s_r, as two e4m3 terms hi + lo
+//     (|error| <= 2^-8 relative per element; exact f32 for everything else). Staged once per block.
+//   * SPLIT ("s" symbols): the tile's columns in two commit groups (rows [0, BM/2) then the rest); the first
+//     half's FFMAs run while the second half's wgmma is still in flight (wait_group 1).
+// ===================================================================================================
+__device__ __forceinline__ uint32_t f32x2_to_e4m3x2(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ float2 e4m3x2_to_f32x2(uint32_t v) {
+  uint32_t h;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"((uint16_t)v));
+  float lo, hi;
+  asm("{\n.reg .f16 l, u;\nmov.b32 {l, u}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, u;\n}" : "=f"(lo), "=f"(hi) : "r"(h));
+  return make_float2(lo, hi);
+}
+// Byte offset in the permuted, K-major core-matrix layout of q_s (see the wgmma notes) of the 4-byte word
+// holding depths d .. d+3 (d % 4 == 0) of wgmma column n.
+template <int D>
+__device__ __forceinline__ int q_word_offset(int n, int d) {
+  const int owner = d / (D / 4), o = d % (D / 4);
+  const int kc = 2 * (o / 8) + (o % 8) / 4;
+  return (n / 8) * (8 * D) + (n % 8) * 16 + 4 * owner + kc * 128;
+}
+
+// One commit group of the v5 tile: the KS k32 steps of wgmma N = NG over columns from q_addr (shared address).
+template <int NG, int KS, int NCH>
+__device__ __forceinline__ void wf_issue(float (&acc)[NG / 2], const WgTile<NCH>& kt, uint32_t q_addr, uint32_t sbo) {
+  fence_regs(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    const int c = s / 2, s2 = s % 2;
+    const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2), word(kt.k[0][c], 2 * s2 + 1),
+                           word(kt.k[1][c], 2 * s2 + 1)};
+    wgmma_k32<NG>(acc, a, smem_desc(q_addr + 256 * s, 128, sbo), s > 0);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+// Head columns of column blocks [J0, J1) (acc holds blocks from JA on): part[2r] / part[2r+1] (tokens gid /
+// gid + 8) += w * relu(x), or w * |x| under ABS. Weights from the lane-ordered copy, 16 bytes per 2 blocks.
+template <int H, int V, int J0, int J1, int JA, bool ABS, int NACC>
+__device__ __forceinline__ void wf_heads(const float (&acc)[NACC], const float* wl_s, int tig, float (&part)[V]) {
+  static_assert(J0 % 2 == 0 && J1 % 2 == 0 && 4 * (J1 - JA) <= NACC, "column block range");
+#pragma unroll
+  for (int jp = J0 / 2; jp < J1 / 2; ++jp) {
+    const float4 w = *reinterpret_cast<const float4*>(wl_s + 16 * jp + 4 * tig);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = 2 * jp + h, r = j / (H / 8);
+      const float w0 = h ? w.z : w.x, w1 = h ? w.w : w.y;
+      const float* a = &acc[4 * (j - JA)];
+      if constexpr (ABS) {
+        part[2 * r] = fmaf(fabsf(a[0]), w0, part[2 * r]);
+        part[2 * r] = fmaf(fabsf(a[1]), w1, part[2 * r]);
+        part[2 * r + 1] = fmaf(fabsf(a[2]), w0, part[2 * r + 1]);
+        part[2 * r + 1] = fmaf(fabsf(a[3]), w1, part[2 * r + 1]);
+      } else {
+        part[2 * r] = fmaf(fmaxf(a[0], 0.0f), w0, part[2 * r]);
+        part[2 * r] = fmaf(fmaxf(a[1], 0.0f), w1, part[2 * r]);
+        part[2 * r + 1] = fmaf(fmaxf(a[2], 0.0f), w0, part[2 * r + 1]);
+        part[2 * r + 1] = fmaf(fmaxf(a[3], 0.0f), w1, part[2 * r + 1]);
+      }
+    }
+  }
+}
+
+template <int H, int D, int BM, bool ABS, bool SPLIT>
+__device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q, const u8* __restrict__ k,
+                                                       const float* __restrict__ kv_scale,
+                                                       const float* __restrict__ weights,
+                                                       const int* __restrict__ cu_seqlen_ks,
+                                                       const int* __restrict__ cu_seqlen_ke,
+                                                       float* __restrict__ out, i64 out_row_stride, int M, int N,
+                                                       int split_n, int num_warps, int flags) {
+  constexpr int NQ = BM * H;
+  constexpr int NX = ABS ? 8 : 0;  // linear-term columns (pair p = lanes tig == p: hi, lo)
+  constexpr int NT = NQ + NX;
+  static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M * H must be 64, 128 or 256");
+  static_assert(!ABS || (NQ <= 128 && (BM == 2 || BM == 4)), "EPI_ABS: BLOCK_M 2 or 4, N <= 128");
+  static_assert(!SPLIT || BM >= 2, "SPLIT halves the block's rows");
+  static_assert(D % 64 == 0, "D must be a multiple of 64");
+  constexpr int KS = D / 32, NCH = D / 64, TILE = 64;
+  constexpr int NA = SPLIT ? NQ / 2 : NT;  // group A: columns [0, NA)
+  constexpr int NB = SPLIT ? NT - NQ / 2 : 8;  // group B: columns [NQ / 2, NT) (unused unless SPLIT)
+  constexpr int V = 2 * BM;                    // per-lane partial sums (row, token gid / gid + 8)
+  constexpr int VPL = V >= 4 ? V / 4 : 1;      // values per lane after the reduce-scatter
+  constexpr uint32_t LBO = 128, SBO = 8 * D;
+  const float NINF = -__int_as_float(0x7f800000);
+
+  __shared__ __align__(128) u8 q_s[NT * D];
+  __shared__ __align__(16) float w_s[NQ];   // weights (halved for ABS), natural order
+  __shared__ __align__(16) float wl_s[NQ];  // the same, lane order: [j / 2][tig][4] (see below)
+  __shared__ int2 win_s[BM];
+  __shared__ int rmax_s[BM];
+  __shared__ float rscale_s[BM];
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1);
+  const int warp = tid / WARP;
+  const int wg = warp / 4, wq = warp % 4;
+  const int nwg = num_warps / 4;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int nthreads = num_warps * WARP;
+
+  const int row_blocks = (M + BM - 1) / BM;
+  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - (int)blockIdx.x : (int)blockIdx.x;
+  const int split = blockIdx.y;
+  const int m0 = row_block * BM;
+  const int nrows = min(BM, M - m0);
+  const bool clean = flags & FLAG_CLEAN_LOGITS;
+
+  if (tid < BM) {
+    int s = 0, e = 0;
+    if (tid < nrows) {
+      s = max(min(cu_seqlen_ks[m0 + tid], N), 0);
+      e = max(min(cu_seqlen_ke[m0 + tid], N), s);
+    }
+    win_s[tid] = make_int2(s, e);
+    rmax_s[tid] = 0;
+  }
+  for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
+    const int n = idx / (D / 16);
+    const int d0 = 16 * (idx % (D / 16));
+    const int r = n / H;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
+    u8* row = q_s + (n / 8) * SBO + (n % 8) * 16 + 4 * (d0 / (D / 4));
+    const int s0 = (d0 % (D / 4)) / 8;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) *reinterpret_cast<uint32_t*>(row + (2 * (s0 + w / 2) + (w % 2)) * LBO) = word(v, w);
+  }
+  // Lane order: lane tig's weights of column blocks j = 2jp, 2jp + 1 are
+  //   wl_s[16 jp + 4 tig + {0, 1, 2, 3}] = w[16 jp + 2 tig + {0, 1, 8, 9}]   (one 16-byte read)
+  for (int idx = tid; idx < NQ; idx += nthreads) {
+    const int r = idx / H;
+    const float w = r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] * (ABS ? 0.5f : 1.0f) : 0.0f;
+    w_s[idx] = w;
+    const int jp = idx / 16, c = idx % 16, tg = (c % 8) / 2, e = (c % 2) + 2 * (c / 8);
+    wl_s[16 * jp + 4 * tg + e] = w;
+  }
+  __syncthreads();
+
+  if constexpr (ABS) {
+    // q_lin[r][d] = sum_h (w_h / 2) q[r][h][d] (f32), then s_r = 2^ceil(log2(max_d |q_lin| / 224)) and
+    // q_lin / s_r = hi + lo in e4m3, written as wgmma columns NQ + 2p (hi) and NQ + 2p + 1 (lo) for every pair
+    // p whose lanes (tig == p) hold row r after the reduce-scatter: r = p * BM / 4.
+    constexpr int ITEMS = BM * (D / 4);
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const int r = tid / (D / 4), d4 = 4 * (tid % (D / 4));
+    if (tid < ITEMS && r < nrows) {
+      const u8* qr = q + (i64)(m0 + r) * H * D + d4;
+#pragma unroll 8
+      for (int h = 0; h < H; ++h) {
+        const uint32_t word4 = __ldg(reinterpret_cast<const unsigned int*>(qr + (i64)h * D));
+        const float w = w_s[r * H + h];
+        const float2 a = e4m3x2_to_f32x2(word4 & 0xffffu), b = e4m3x2_to_f32x2(word4 >> 16);
+        x[0] = fmaf(w, a.x, x[0]);
+        x[1] = fmaf(w, a.y, x[1]);
+        x[2] = fmaf(w, b.x, x[2]);
+        x[3] = fmaf(w, b.y, x[3]);
+      }
+      const float m = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
+      atomicMax(&rmax_s[r], __float_as_int(m));
+    }
+    __syncthreads();
+    if (tid < ITEMS) {
+      const float mx = __int_as_float(rmax_s[r]);
+      const float s = mx > 0.0f ? exp2f(ceilf(log2f(mx / 224.0f))) : 1.0f;
+      const float inv = 1.0f / s;  // exact: a power of two
+      uint32_t hi = 0, lo = 0;
+      if (r < nrows) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) x[i] *= inv;
+        hi = f32x2_to_e4m3x2(x[0], x[1]) | (f32x2_to_e4m3x2(x[2], x[3]) << 16);
+        const float2 h0 = e4m3x2_to_f32x2(hi & 0xffffu), h1 = e4m3x2_to_f32x2(hi >> 16);
+        lo = f32x2_to_e4m3x2(x[0] - h0.x, x[1] - h0.y) | (f32x2_to_e4m3x2(x[2] - h1.x, x[3] - h1.y) << 16);
+      }
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        if (p * BM / 4 == r) {
+          *reinterpret_cast<uint32_t*>(q_s + q_word_offset<D>(NQ + 2 * p, d4)) = hi;
+          *reinterpret_cast<uint32_t*>(q_s + q_word_offset<D>(NQ + 2 * p + 1, d4)) = lo;
+        }
+      }
+      if (d4 == 0) rscale_s[r] = s;
+    }
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+
+  int lo = N, hi = 0;
+#pragma unroll
+  for (int r = 0; r < BM; ++r) {
+    const int2 w = win_s[r];
+    if (w.y > w.x) {
+      lo = min(lo, w.x);
+      hi = max(hi, w.y);
+    }
+  }
+  if (hi <= lo) lo = hi = 0;
+  lo = __shfl_sync(0xffffffffu, lo, 0);
+  hi = __shfl_sync(0xffffffffu, hi, 0);
+
+  const int tiles = (hi - lo + TILE - 1) / TILE;
+  const int tile_begin = (int)((i64)tiles * split / split_n);
+  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
+
+  // This lane's outputs after the reduce-scatter: value i is (row r_i, token tok0 + 8 hh_i); V >= 4:
+  // v = VPL tig + i, r = v / 2, hh = v % 2; one row (V = 2): row 0, token hh = tig / 2, stored by even tig.
+  float* rowp[VPL];
+  int ws[VPL], we[VPL];
+  bool rowok[VPL];
+#pragma unroll
+  for (int i = 0; i < VPL; ++i) {
+    const int v = V >= 4 ? VPL * tig + i : 0;
+    const int r = v >> 1;
+    rowok[i] = r < nrows && (V >= 4 || (tig & 1) == 0);
+    rowp[i] = out + (i64)(m0 + min(r, nrows - 1)) * out_row_stride;
+    ws[i] = win_s[r].x;
+    we[i] = win_s[r].y;
+  }
+  float lscale = 1.0f;  // ABS: s_r of this lane's linear-term row
+  if constexpr (ABS) lscale = rscale_s[tig * BM / 4];
+
+  // The union of the rows' windows has no gap inside [lo, hi) (causal, sliding windows): every tile hits, and
+  // the per-tile window test is skipped. Otherwise (packed requests) tiles in a gap skip their wgmma.
+  bool dense = true;
+#pragma unroll
+  for (int r = 0; r < BM; ++r) {
+    const int2 w = win_s[r];
+    if (w.y > w.x && w.y < hi) {
+      bool covered = false;
+#pragma unroll
+      for (int r2 = 0; r2 < BM; ++r2) {
+        const int2 w2 = win_s[r2];
+        covered |= w2.y > w2.x && w2.x <= w.y && w.y < w2.y;
+      }
+      dense &= covered;
+    }
+  }
+  auto tile_hit = [&](int base) {
+    if (dense) return true;
+    bool h = false;
+#pragma unroll
+    for (int r = 0; r < BM; ++r) {
+      const int2 w = win_s[r];  // shared memory: registers here would cost the 4th warpgroup per SM
+      h |= w.x < w.y && base < w.y && base + TILE > w.x;
+    }
+    return h;
+  };
+  float accA[NA / 2];
+  float accB[SPLIT ? NB / 2 : 4];
+#pragma unroll
+  for (int i = 0; i < NA / 2; ++i) accA[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < (SPLIT ? NB / 2 : 4); ++i) accB[i] = 0.0f;
+
+  // One tile: wgmma into accA (and accB), head sums, quad reduce-scatter, linear term, stores.
+  auto process = [&](const WgTile<NCH>& cur, int base) {
+    const bool hit = tile_hit(base);
+    float res[VPL];
+#pragma unroll
+    for (int i = 0; i < VPL; ++i) res[i] = 0.0f;
+    if (hit) {
+      float part[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) part[i] = 0.0f;
+      wf_issue<NA, KS, NCH>(accA, cur, q_base, SBO);
+      if constexpr (SPLIT) {
+        wf_issue<NB, KS, NCH>(accB, cur, q_base + (NQ / 16) * SBO, SBO);
+        wgmma_wait<1>();
+        fence_regs(accA);
+        wf_heads<H, V, 0, NQ / 16, 0, ABS>(accA, wl_s, tig, part);
+        wgmma_wait<0>();
+        fence_regs(accB);
+        wf_heads<H, V, NQ / 16, NQ / 8, NQ / 16, ABS>(accB, wl_s, tig, part);
+      } else {
+        wgmma_wait<0>();
+        fence_regs(accA);
+        wf_heads<H, V, 0, NQ / 8, 0, ABS>(accA, wl_s, tig, part);
+      }
+      if constexpr (V >= 4) {
+        reduce_scatter<V / 2>(part, res, tig);
+      } else {
+        const bool up2 = tig & 2;
+        float x = up2 ? part[1] : part[0];
+        x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+        res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+      }
+      if constexpr (ABS) {
+        // Linear term: lane tig holds pair p = tig at column block NQ / 8: (token gid: hi, lo), (gid + 8: hi, lo)
+        const float* a = SPLIT ? &accB[4 * (NQ / 8 - NQ / 16)] : &accA[4 * (NQ / 8)];
+        if constexpr (VPL == 2) {
+          res[0] = fmaf(a[0] + a[1], lscale, res[0]);
+          res[1] = fmaf(a[2] + a[3], lscale, res[1]);
+        } else {
+          res[0] = fmaf((tig & 1) ? a[2] + a[3] : a[0] + a[1], lscale, res[0]);
+        }
+      }
+    }
+    const int tok0 = base + 16 * wq + gid;
+#pragma unroll
+    for (int i = 0; i < VPL; ++i) {
+      const int hh = V >= 4 ? ((VPL * tig + i) & 1) : (tig >> 1);
+      const int tok = tok0 + 8 * hh;
+      if (rowok[i] && tok < hi) {
+        const bool in = tok >= ws[i] && tok < we[i];
+        if (in || clean) rowp[i][tok] = in ? res[i] * (hh ? cur.scale[1] : cur.scale[0]) : NINF;
+      }
+    }
+  };
+
+#ifndef WF_UNROLL2
+  // The next tile's K is prefetched into registers while this one is multiplied (a 2x unrolled loop with two
+  // alternating buffers saves the 16-register copy but spilled at the 128-register cap: measured slower here).
+  WgTile<NCH> cur, nxt;
+  int t = tile_begin + wg;
+  if (t < tile_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
+  for (; t < tile_end; t += nwg) {
+    cur = nxt;
+    if (t + nwg < tile_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
+    process(cur, lo + t * TILE);
+  }
+#else
+  WgTile<NCH> ka, kb;
+  int t = tile_begin + wg;
+  if (t < tile_end) load_wg_tile<D, NCH>(ka, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
+  while (t < tile_end) {
+    if (t + nwg < tile_end) load_wg_tile<D, NCH>(kb, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
+    process(ka, lo + t * TILE);
+    t += nwg;
+    if (t >= tile_end) break;
+    if (t + nwg < tile_end) load_wg_tile<D, NCH>(ka, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
+    process(kb, lo + t * TILE);
+    t += nwg;
+  }
+#endif
+
+  if (clean) {
+    const int worker = split * num_warps + warp;
+    const int workers = split_n * num_warps;
+    const bool vec4 = flags & FLAG_VEC4_FILL;
+    for (int r = 0; r < nrows; ++r) {
+      float* dst_row = out + (i64)(m0 + r) * out_row_stride;
+      fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
+      fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
+    }
+  }
+}
+
 // Kernel symbols (build.py picks the list and passes it as VARIANTS(X) = X(H, D, BM, IMPL) ...):
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma path, f32 FMNMX+FFMA head reduce on the CUDA cores
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgp   the same with two accumulator sets (ping-pong)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma path, bf16 MMA head reduce (mirror of gfx950's _mr)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgrp  the same with ping-pong
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgx   diagnostic, WRONG results: no head reduce (timing only)
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wf    v5 lean epilogue, exact f32 head reduce
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wa    v5 lean epilogue, |x| FFMA + linear term on the tensor cores
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wfs / _was   the same two with the split (wait_group 1) tile
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync path (kept as the simple, independent baseline)
 #define KERNEL_PARAMS                                                                                      \
   const u8 *q, const u8 *k, const float *kv_scale, const float *weights, const int *cu_seqlen_ks,          \
@@ -755,6 +1147,16 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
 #define INSTANTIATE_wgr(H, D, BM) WG_KERNEL(H, D, BM, wgr, EPI_MMA, false)
 #define INSTANTIATE_wgrp(H, D, BM) WG_KERNEL(H, D, BM, wgrp, EPI_MMA, true)
 #define INSTANTIATE_wgx(H, D, BM) WG_KERNEL(H, D, BM, wgx, EPI_NONE, false)
+// v5: at most 128 registers (2 blocks of 256 threads, 4 of 128 per SM): 4 warpgroups per SM, as for _wg.
+#define WF_KERNEL(H, D, BM, SUFFIX, ABS, SPLIT)                                                           \
+  extern "C" __global__ void __launch_bounds__(MAX_THREADS, 2) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX( \
+      KERNEL_PARAMS) {                                                                                     \
+    fp8_mqa_logits_wf_body<H, D, BM, ABS, SPLIT>(KERNEL_ARGS);                                             \
+  }
+#define INSTANTIATE_wf(H, D, BM) WF_KERNEL(H, D, BM, wf, false, false)
+#define INSTANTIATE_wa(H, D, BM) WF_KERNEL(H, D, BM, wa, true, false)
+#define INSTANTIATE_wfs(H, D, BM) WF_KERNEL(H, D, BM, wfs, false, true)
+#define INSTANTIATE_was(H, D, BM) WF_KERNEL(H, D, BM, was, true, true)
 #define INSTANTIATE_mma(H, D, BM)                                                                     \
   extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_mma( \
       KERNEL_PARAMS) {                                                                                \

@@ -26,7 +26,8 @@ FLAG_REVERSE_ROWS = 2
 FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: float4 -inf fill
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
-TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "mma": 32}
+TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "wf": 64, "wa": 64, "wfs": 64, "was": 64,
+               "mma": 32}
 #: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
 DEFAULT_IMPL = "wg"
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
