@@ -29,12 +29,19 @@ def build() -> None:
 
 def main(skip_correct: bool) -> None:
     import torch
+    from test_cuda_gpu import _windows, grade_gpu
 
     from rawindexer.backends.cuda import CudaBackend
-    from rawindexer.bench import fp8_peak_tflops, make_inputs, time_fn, torch_fp8_mqa_logits, window_pairs, windows_for
+    from rawindexer.bench import (
+        fp8_peak_tflops,
+        make_inputs,
+        time_fn,
+        torch_fp8_mqa_logits,
+        window_pairs,
+        windows_for,
+    )
     from rawindexer.dispatch.base import Pointers, Problem, Tunables
     from rawindexer.dispatch.sm90 import Sm90Family
-    from test_cuda_gpu import _windows, grade_gpu
 
     be = CudaBackend()
     fams = {impl: Sm90Family(EXP, impl=impl) for impl in IMPLS}
@@ -65,7 +72,7 @@ def main(skip_correct: bool) -> None:
                     continue
                 try:
                     ks_np, ke_np = _windows(mode, M, N, seed=M + N + H)
-                except Exception as exc:  # window mode not applicable
+                except Exception as exc:  # noqa: BLE001 -- window mode not applicable
                     print(f"skip {mode}: {exc}")
                     continue
                 args = make_inputs(M, N, H, D, ks_np, ke_np, seed=M + N + H + bm)
@@ -74,7 +81,7 @@ def main(skip_correct: bool) -> None:
                     for nw in ((4, 8) if M <= 1024 and N <= 4096 else (4,)):
                         big = torch.full((M, N + 3), float("nan"), device="cuda")
                         out = big[:, :N]
-                        go, plan = launcher(impl, args, out, clean, Tunables(block_m=bm, num_warps=nw))
+                        go, _plan = launcher(impl, args, out, clean, Tunables(block_m=bm, num_warps=nw))
                         go()
                         torch.cuda.synchronize()
                         ok, msg = grade_gpu(out, ref, args[4], args[5], clean)
@@ -107,7 +114,7 @@ def main(skip_correct: bool) -> None:
                 for nw in ((4,) if M >= 1024 and N >= 32768 else (4, 8)):
                     gos = [launcher(impl, sets[i], outs[i], clean, Tunables(block_m=bm, num_warps=nw))
                            for i in range(nsets)]
-                    us = time_fn(lambda i: gos[i][0](), nsets, 20)
+                    us = time_fn(lambda i, gos=gos: gos[i][0](), nsets, 20)
                     tf = 2 * H * 128 * pairs / us / 1e6
                     res.append((us, impl, bm, nw, gos[0][1].config["split_n"], tf))
             res.sort()

@@ -263,6 +263,7 @@ def test_mirror_variant_is_built_and_selectable(sm90_target, monkeypatch):
 
 def test_backend_host_copies(fake_driver):
     import numpy as np
+
     from rawindexer.backends.cuda import CudaBackend, CudaError
 
     be = CudaBackend()
@@ -334,8 +335,8 @@ def test_device_count_without_cuda_bindings(monkeypatch):
 
 def test_run_py_picks_cuda_when_a_device_is_counted(fake_driver, monkeypatch):
     """run.py's device choice: hip absent, cuda with device_count() > 0 -> "cuda"; 0 devices -> emulator."""
-    import rawindexer.backends as backends
     import run
+    from rawindexer import backends
 
     def no_hip(name, _get=backends.get_backend):
         if name == "hip":
@@ -347,3 +348,18 @@ def test_run_py_picks_cuda_when_a_device_is_counted(fake_driver, monkeypatch):
     fake_driver.count = 0
     assert run.pick_device(None) == "emulator"
     assert run.pick_device("cuda") == "cuda"
+
+
+def test_v5_experiment_impls_are_known_but_not_in_the_default_build(sm90_target):
+    """wf/wa/wfs/was (docs/PERFORMANCE.md v5) are accepted names; the default build ships none of them, so a plan
+    for one says so instead of silently falling back."""
+    from rawindexer.dispatch.sm90 import Sm90Family
+
+    build_dir, _ = sm90_target
+    for impl in ("wf", "wa", "wfs", "was"):
+        fam = Sm90Family(build_dir, impl=impl)
+        assert not fam.is_supported(32, 128)
+        with pytest.raises(ValueError, match=f"no {impl} kernel"):
+            fam.plan(Problem(64, 64, 32, 128, 64, True), Tunables(), PTRS, 132)
+    with pytest.raises(ValueError, match="impl must be one of"):
+        Sm90Family(build_dir, impl="nope")

@@ -8,6 +8,9 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
   relu + bf16 pack, then a bf16 mma.sync against block-diagonal weights
 * ``wgp`` / ``wgrp`` / ``wgx`` -- experiments (ping-pong accumulators; no head reduce), built only by
   ``bench/exp_sm90.py``
+* ``wf`` / ``wa`` / ``wfs`` / ``was`` -- v5 lean-epilogue experiments (exact f32; |x| FFMA with the linear term on
+  the tensor cores; each with the split, wait_group-1 tile), built only by ``bench/exp_sm90_v5.py``; H200 numbers
+  in docs/PERFORMANCE.md (v5: within 4% of ``wg``, so not the default)
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
 
