@@ -260,6 +260,8 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
 //     fixed offset, so the tile loop spends no VALU on addresses. Tokens at or past the block's window
 //     end read 0 through the resource's range check (no clamp), rows past M are dropped by it.
 //   * K is register double buffered: the ping-pong loop issues tile t+1's loads before tile t's MFMAs.
+//   * The unit pipeline of a tile (compute_tile) is rotated across tiles: the last stage of tile t issues
+//     the first score MFMAs of tile t+1, so no tile pays a pipeline fill in s_nop.
 //
 // Pass counts (LLVM SISchedule.td, SIDPGFX950FullSpeedModel): 16x16x128_f8f6f4 with fp8 operands 8,
 // 32x32x64_f8f6f4 with fp8 operands 16, 16x16x32 (bf16, fp8) 4. Per (row, token) at H=32, D=128:
@@ -275,7 +277,7 @@ typedef int v4i __attribute__((ext_vector_type(4)));
 typedef long v1l;
 
 // Stage fences of the tile pipeline are full fences: letting SALU cross (mask 0x4) was tried and lost
-// the in-stage order (74 wait states per tile instead of 24).
+// the in-stage order (74 wait states per tile instead of 24; docs/PROFILE.md, "Path taken").
 #define SCHED_FENCE 0
 constexpr int OUT_OF_RANGE = 0x7ffffff0;  // a buffer offset past any resource's num_records: store dropped
 constexpr unsigned BUFFER_RSRC_WORD3 = 0x00020000;  // raw untyped buffer, as CK uses on gfx9 (DATA_FORMAT 32)
@@ -339,10 +341,12 @@ DEVICE v4f score_mfma(const ScoreOp<64>& q, const ScoreOp<64>& k) {
 //     max(x, 0) zeroes it (and -0). One reduce MFMA per unit.
 //   RELU_ABS_SPLIT (symbols _mr): relu(s) = (s + |s|) / 2, and the reduce is linear in B, so
 //     sum_h w_h relu(s_h) = W/2 . bf16(s) + W/2 . |bf16(s)|: the same v_cvt_pk_bf16_f32, then one
-//     v_and_b32 (clear both sign bits) per pair instead of v_pk_max_i16, and two reduce MFMAs per unit.
-//     Same VALU count, 4 more MFMA passes per unit; |bf16(s)| == bf16(|s|) (RNE is symmetric), so the
-//     negative parts cancel exactly in the products (the only extra error: one more f32 rounding of
-//     the accumulator). Exists because the emulator the package is verified on lacks v_pk_max_i16.
+//     v_and_b32 (clear both sign bits) per pair instead of v_pk_max_i16, and two reduce MFMAs per unit,
+//     each into its own accumulator chain (W/2 . s and W/2 . |s|, summed by one v_add_f32 per 16 tokens:
+//     chaining both through one accumulator put a 4-pass MFMA result register in front of the next VALU,
+//     7 wait states each time). 4 more MFMA passes per unit; |bf16(s)| == bf16(|s|) (RNE is symmetric),
+//     so the negative parts cancel exactly in the sum (the only extra error: f32 roundings of the two
+//     accumulators). Written when the emulator lacked v_pk_max_i16; kept as the alternative design.
 enum : int { RELU_PK_MAX = 0, RELU_ABS_SPLIT = 1 };
 
 template <int RELU> struct Packed {
@@ -500,57 +504,86 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
     return kt;
   };
 
-  auto compute_tile = [&](const KTile& kt, int t) {
-    const int tok0 = union_lo + t * TILE;
-    // One "unit" = (token half h, row r, 32-head group rt): its score MFMAs, 8 VALU (4 cvt_pk + 4
-    // pk_max) and one reduce MFMA. Written as a software pipeline -- unit u+1's score MFMAs are issued
-    // between unit u's VALU -- and pinned with sched_group_barrier, so every MFMA-result read by the VALU
-    // is covered by independent work instead of s_nop (the hazard recognizer still pads what is left).
-    constexpr int U = 2 * BLOCK_M * RT;
-    constexpr int SM = D == 128 ? 2 : 4;  // score MFMAs per unit
-    v4f s0[U], s1[U];
-    Packed<RELU> b[U];
-    constexpr int NB = Packed<RELU>::NB;
-    v4f c[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-    auto unit_h = [](int u) { return u / (BLOCK_M * RT); };
-    auto unit_r = [](int u) { return (u / RT) % BLOCK_M; };
-    auto unit_rt = [](int u) { return u % RT; };
-    // Stages, fenced by sched_barrier: stage k = { S(k+1), R(k-1), V(k) }. V(k) reads S(k), issued a
-    // whole stage earlier (>= 11 instructions: the 8-pass XDL -> VALU distance); R(k-1) reads B(k-1),
-    // written two MFMAs earlier (the VALU -> MFMA operand distance). The next tile's loads, already
-    // issued above, stay ahead of every MFMA.
-    __builtin_amdgcn_sched_group_barrier(0x020, 16, 0);
-    s0[0] = score_mfma(q_op[unit_r(0)][0], kt.k[unit_h(0)]);
-    s1[0] = score_mfma(q_op[unit_r(0)][1], kt.k[unit_h(0)]);
+  // Score MFMAs of one unit (see compute_tile) of a tile.
+  constexpr int U = 2 * BLOCK_M * RT;   // units per tile
+  constexpr int SM = D == 128 ? 2 : 4;  // score MFMAs per unit
+  constexpr int NB = Packed<RELU>::NB;  // reduce MFMAs per unit
+  auto unit_h = [](int u) { return u / (BLOCK_M * RT); };
+  auto unit_r = [](int u) { return (u / RT) % BLOCK_M; };
+  auto unit_rt = [](int u) { return u % RT; };
+  struct Scores {
+    v4f s[2];  // the two 16-head score tiles of one unit (32 heads)
+  };
+  auto score_unit = [&](const KTile& kt, int u) {
+    Scores sc;
+    sc.s[0] = score_mfma(q_op[unit_r(u)][2 * unit_rt(u)], kt.k[unit_h(u)]);
+    sc.s[1] = score_mfma(q_op[unit_r(u)][2 * unit_rt(u) + 1], kt.k[unit_h(u)]);
+    return sc;
+  };
+
+  // One tile. One "unit" = (token half h, row r, 32-head group rt): its score MFMAs S(u), 8 VALU V(u)
+  // (4 cvt_pk + 4 ReLU) and its reduce MFMA(s) R(u). Software pipeline, one stage per unit, pinned with
+  // sched_group_barrier and fenced by sched_barrier: stage k = { S(k+1), R(k-1), V(k) }, so every
+  // MFMA-result read by the VALU has a whole stage of independent work in front of it (>= 12
+  // instructions: the 8-pass XDL -> VALU distance on gfx950), and every VALU -> reduce-MFMA operand
+  // read has the next stage's score MFMAs in front of it (the 2 wait states of VALU write -> MFMA read).
+  // The pipeline is rotated across tiles: S(0) of this tile arrives in `first` (issued by the previous
+  // tile, or by the prologue before the loop), and the last stage issues S(0) of the NEXT tile (on
+  // `nk`, whose loads were issued a whole tile earlier) in place of S(U), into `first`. So a tile has
+  // no pipeline fill (V(0) reads a result issued before the previous tile's stores and this tile's
+  // loads) and its drain R(U-1) is covered by the store's scalar address work.
+  auto compute_tile = [&](const KTile& kt, int t, Scores& first, const KTile& nk) {
+    // The loads of the next tile (issued just before this call) stay ahead of every MFMA of this tile.
     __builtin_amdgcn_sched_barrier(SCHED_FENCE);
+    Scores sc[U];
+    Packed<RELU> b[U];
+    v4f c[2][NB] = {};  // [token half][reduce MFMA of the unit]: one accumulator chain each
+    sc[0] = first;
 #pragma unroll
-    for (int k = 0; k <= U; ++k) {
-      if (k + 1 < U) {
-        const int u = k + 1;
-        s0[u] = score_mfma(q_op[unit_r(u)][2 * unit_rt(u)], kt.k[unit_h(u)]);
-        s1[u] = score_mfma(q_op[unit_r(u)][2 * unit_rt(u) + 1], kt.k[unit_h(u)]);
-      }
+    for (int k = 0; k < U; ++k) {
+      if (k + 1 < U)
+        sc[k + 1] = score_unit(kt, k + 1);
+      else
+        first = score_unit(nk, 0);
       if (k >= 1) {
         const int u = k - 1;
 #pragma unroll
         for (int i = 0; i < NB; ++i)
-          c[unit_h(u)] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)], 0, 0, 0);
+          c[unit_h(u)][i] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)][i], 0, 0, 0);
       }
-      if (k < U) b[k] = pack_scores<RELU>(s0[k], s1[k]);
+      b[k] = pack_scores<RELU>(sc[k].s[0], sc[k].s[1]);
       // Inside the stage: the MFMAs first (S(k+1), then R(k-1)), then V(k)'s 8 VALU.
-      if (k + 1 < U) __builtin_amdgcn_sched_group_barrier(0x008, SM, 0);
+      __builtin_amdgcn_sched_group_barrier(0x008, SM, 0);
       if (k >= 1) __builtin_amdgcn_sched_group_barrier(0x008, NB, 0);
-      if (k < U) __builtin_amdgcn_sched_group_barrier(0x002, 8, 0);
+      __builtin_amdgcn_sched_group_barrier(0x002, 8, 0);
       __builtin_amdgcn_sched_barrier(SCHED_FENCE);
     }
-    float logit[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) logit[h] = c[h].x * kt.scale[h];  // DESIGN: kv-scale hoist, 1 mul / 16 tokens
+    // Drain: R(U-1), then the kv-scale multiply. The store's scalar address work is computed here so
+    // that it can sit between V(U-1) and R(U-1) (VALU write -> MFMA read) and between R(U-1) and the
+    // multiply that reads its result (XDL write -> VALU read).
+    const int tok0 = union_lo + t * TILE;
     const i64 row_off = (i64)m0 * out_row_stride + tok0;
     const i64 out_span = ((i64)(valid_rows - 1) * out_row_stride + (N - tok0)) * 4;
     const int out_bytes = t < tile_end ? (int)__builtin_elementwise_min(out_span, (i64)OUT_OF_RANGE) : 0;
     __amdgpu_buffer_rsrc_t orr = make_rsrc(out, row_off * 4, out_bytes);
-    if (__builtin_expect(tok0 >= inter_lo && tok0 + TILE <= inter_hi, 1)) {
+    const bool steady = tok0 >= inter_lo && tok0 + TILE <= inter_hi;
+    {
+      const int u = U - 1;
+#pragma unroll
+      for (int i = 0; i < NB; ++i)
+        c[unit_h(u)][i] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)][i], 0, 0, 0);
+    }
+    float logit[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float acc = c[h][0].x;
+      if constexpr (NB == 2) acc += c[h][1].x;
+      logit[h] = acc * kt.scale[h];
+    }  // DESIGN: kv-scale hoist, 1 mul / 16 tokens
+    __builtin_amdgcn_sched_group_barrier(0x004, 4, 0);
+    __builtin_amdgcn_sched_group_barrier(0x008, NB, 0);
+    __builtin_amdgcn_sched_group_barrier(0x004, 16, 0);
+    if (__builtin_expect(steady, 1)) {
       // Every row's window covers the whole tile: plain stores, no masking (the steady state).
 #pragma unroll
       for (int h = 0; h < 2; ++h)
@@ -575,14 +608,16 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
   };
 
   // DESIGN: register double buffering. Tile t+step's K is in flight while tile t's MFMAs run; the loop
-  // is written as a ping-pong so the two buffers never need a register copy.
+  // is written as a ping-pong so the two buffers never need a register copy. The prologue issues S(0)
+  // of the warp's first tile (see compute_tile: the pipeline is rotated across tiles).
   int t = tile_begin + warp;
   KTile cur = load_tile(t);
+  Scores first = score_unit(cur, 0);
   for (; t < tile_end; t += 2 * step) {
     KTile nxt = load_tile(t + step);
-    compute_tile(cur, t);
+    compute_tile(cur, t, first, nxt);
     cur = load_tile(t + 2 * step);
-    if (t + step < tile_end) compute_tile(nxt, t + step);
+    if (t + step < tile_end) compute_tile(nxt, t + step, first, cur);
   }
 
   // DESIGN: fused -inf fill, exactly as the seed path.

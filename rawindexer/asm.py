@@ -228,17 +228,24 @@ def tile_profile(lines: list[str], heads: int, head_dim: int, block_m: int, tile
     tiles = score_macs / (block_m * heads * tile_n * head_dim)
     row_tokens = tiles * block_m * tile_n
     mx = mix(insns)
-    # Loads still outstanding when the first MFMA issues: the vmcnt of the last wait before it.
-    in_flight, loads = 0, 0
+    # Loads this iteration issued before its first MFMA that are still outstanding when that MFMA issues.
+    # vmcnt counts loads and stores in issue order, so a wait for vmcnt(n) leaves at most the last n VMEM
+    # operations outstanding; the ones before them are complete.
+    pending: list[bool] = []  # VMEM ops of this iteration that may be outstanding (True = a load)
+    loads = 0
     for i in insns:
         if i.klass == "MFMA":
             break
-        if i.klass == "VMEM" and "load" in i.mnemonic:
-            loads += 1
+        if i.klass == "VMEM":
+            is_load = "load" in i.mnemonic
+            loads += is_load
+            pending.append(is_load)
         if i.mnemonic == "s_waitcnt":
             vm = re.search(r"vmcnt\((\d+)\)", i.operands)
             if vm:
-                in_flight = int(vm.group(1))
+                n = int(vm.group(1))
+                pending = pending[len(pending) - n:] if n < len(pending) else pending
+    in_flight = sum(pending)
     return TileProfile(
         tiles_in_loop=tiles, mix=mx,
         valu_per_row_token=mx["VALU"] / row_tokens,
