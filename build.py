@@ -49,9 +49,8 @@ class Variant:
     original symbol names; "mr" ("MFMA reduce") packs the scores to bf16 and does ReLU + weighted head
     sum with 16x16x32 bf16 MFMAs (see the kernel source), ReLU as (s + |s|)/2 over two reduce MFMAs;
     "mrp" is the same with ReLU as one v_pk_max_i16 on the packed pair and one reduce MFMA (fewer MFMA
-    passes, but the emulator cannot run v_pk_max_i16 yet, so it is built for the profile and for
-    hardware runs, never picked by default). Both walk two tiles per loop iteration (register
-    ping-pong), so ``unroll`` is always 1 there.
+    passes; the default where built, see rawindexer/dispatch/gfx950.py). Both walk two tiles per loop
+    iteration (register ping-pong), so ``unroll`` is always 1 there.
     """
 
     heads: int
