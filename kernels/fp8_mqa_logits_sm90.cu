@@ -383,6 +383,44 @@ __device__ __forceinline__ void wgmma_k32(float (&d)[N / 2], const uint32_t (&a)
   }
 }
 
+// v6 SS form: A (the K tile) from shared memory too, both operands through matrix descriptors.
+__device__ __forceinline__ void wgmma_ss_m64n64k32(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_ss_m64n128k32(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_ss_m64n256k32(float (&d)[128], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+template <int N>
+__device__ __forceinline__ void wgmma_ss_k32(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
+  if constexpr (N == 64) wgmma_ss_m64n64k32(d, da, db, acc);
+  else if constexpr (N == 128) wgmma_ss_m64n128k32(d, da, db, acc);
+  else {
+    static_assert(N == 256, "SS wgmma N: 64, 128 or 256");
+    wgmma_ss_m64n256k32(d, da, db, acc);
+  }
+}
+
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
   // Matrix descriptor: start >> 4 in bits 0-13, LBO >> 4 in 16-29, SBO >> 4 in 32-45, swizzle 0 (none).
   return (uint64_t)((addr >> 4) & 0x3FFF) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
@@ -807,6 +845,30 @@ __device__ __forceinline__ void wf_issue(float (&acc)[NG / 2], const WgTile<NCH>
   }
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
+// v6 (KSRC = 1): the K tile in shared memory, same no-swizzle K-major core-matrix layout as Q (token t, depth
+// chunk kc at (t / 8) * 8D + kc * 128 + (t % 8) * 16), natural depth order in both operands.
+struct SmemTile {
+  uint32_t addr;  // shared address of the tile's first core matrix
+};
+template <int NG, int KS, int NCH>
+__device__ __forceinline__ void wf_issue(float (&acc)[NG / 2], SmemTile kt, uint32_t q_addr, uint32_t sbo) {
+  fence_regs(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int s = 0; s < KS; ++s)
+    wgmma_ss_k32<NG>(acc, smem_desc(kt.addr + 256 * s, 128, sbo), smem_desc(q_addr + 256 * s, 128, sbo), s > 0);
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+constexpr int SS_STAGES = 3;  // K tiles in flight per warpgroup (dynamic shared memory: nwg * 3 * 64 * D bytes)
+
 // Head columns of column blocks [J0, J1) (acc holds blocks from JA on): part[2r] / part[2r+1] (tokens gid /
 // gid + 8) += w * relu(x), or w * |x| under ABS. Weights from the lane-ordered copy, 16 bytes per 2 blocks.
 template <int H, int V, int J0, int J1, int JA, bool ABS, int NACC>
@@ -835,7 +897,11 @@ __device__ __forceinline__ void wf_heads(const float (&acc)[NACC], const float* 
   }
 }
 
-template <int H, int D, int BM, bool ABS, bool SPLIT>
+// KSRC: 0 = K tile in registers (RS wgmma, v5), 1 = K tile in shared memory through a cp.async ring (SS, v6).
+// EPX: 0 = exact epilogue; diagnostics with WRONG results, timing only: 1 = no head reduce (each lane stores
+// its first VPL accumulators, every output written), 2 = the epilogue's FMNMX + FFMA count on registers that
+// are not the accumulators (weights and kv_scale), same LDS, reduce-scatter and stores.
+template <int H, int D, int BM, bool ABS, bool SPLIT, int KSRC = 0, int EPX = 0>
 __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q, const u8* __restrict__ k,
                                                        const float* __restrict__ kv_scale,
                                                        const float* __restrict__ weights,
@@ -850,6 +916,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   static_assert(!ABS || (NQ <= 128 && (BM == 2 || BM == 4)), "EPI_ABS: BLOCK_M 2 or 4, N <= 128");
   static_assert(!SPLIT || BM >= 2, "SPLIT halves the block's rows");
   static_assert(D % 64 == 0, "D must be a multiple of 64");
+  static_assert(KSRC == 0 || !ABS, "SS: natural depth order in q_s; EPI_ABS writes the permuted one");
   constexpr int KS = D / 32, NCH = D / 64, TILE = 64;
   constexpr int NA = SPLIT ? NQ / 2 : NT;  // group A: columns [0, NA)
   constexpr int NB = SPLIT ? NT - NQ / 2 : 8;  // group B: columns [NQ / 2, NT) (unused unless SPLIT)
@@ -895,10 +962,14 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
     const int r = n / H;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
-    u8* row = q_s + (n / 8) * SBO + (n % 8) * 16 + 4 * (d0 / (D / 4));
-    const int s0 = (d0 % (D / 4)) / 8;
+    if constexpr (KSRC == 1) {
+      *reinterpret_cast<uint4*>(q_s + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;  // natural order
+    } else {
+      u8* row = q_s + (n / 8) * SBO + (n % 8) * 16 + 4 * (d0 / (D / 4));
+      const int s0 = (d0 % (D / 4)) / 8;
 #pragma unroll
-    for (int w = 0; w < 4; ++w) *reinterpret_cast<uint32_t*>(row + (2 * (s0 + w / 2) + (w % 2)) * LBO) = word(v, w);
+      for (int w = 0; w < 4; ++w) *reinterpret_cast<uint32_t*>(row + (2 * (s0 + w / 2) + (w % 2)) * LBO) = word(v, w);
+    }
   }
   // Lane order: lane tig's weights of column blocks j = 2jp, 2jp + 1 are
   //   wl_s[16 jp + 4 tig + {0, 1, 2, 3}] = w[16 jp + 2 tig + {0, 1, 8, 9}]   (one 16-byte read)
@@ -1028,7 +1099,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   for (int i = 0; i < (SPLIT ? NB / 2 : 4); ++i) accB[i] = 0.0f;
 
   // One tile: wgmma into accA (and accB), head sums, quad reduce-scatter, linear term, stores.
-  auto process = [&](const WgTile<NCH>& cur, int base) {
+  auto process = [&](const auto& cur, int base, float sc0, float sc1) {
     const bool hit = tile_hit(base);
     float res[VPL];
 #pragma unroll
@@ -1038,7 +1109,38 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
 #pragma unroll
       for (int i = 0; i < V; ++i) part[i] = 0.0f;
       wf_issue<NA, KS, NCH>(accA, cur, q_base, SBO);
-      if constexpr (SPLIT) {
+      if constexpr (EPX != 0) {
+        static_assert(!SPLIT && !ABS, "diagnostics: plain tile only");
+        wgmma_wait<0>();
+        fence_regs(accA);
+        if constexpr (EPX == 2) {
+          // Same FMNMX + FFMA count and weight LDS as wf_heads, on operands that are not the accumulators.
+          const float x0 = sc0, x1 = sc1, x2 = -sc0, x3 = 0.5f * sc1;
+#pragma unroll
+          for (int jp = 0; jp < NQ / 16; ++jp) {
+            const float4 w = *reinterpret_cast<const float4*>(wl_s + 16 * jp + 4 * tig);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int r = (2 * jp + h) / (H / 8);
+              const float w0 = h ? w.z : w.x, w1 = h ? w.w : w.y;
+              part[2 * r] = fmaf(fmaxf(x0, w0), w1, part[2 * r]);
+              part[2 * r] = fmaf(fmaxf(x1, w1), w0, part[2 * r]);
+              part[2 * r + 1] = fmaf(fmaxf(x2, w0), w1, part[2 * r + 1]);
+              part[2 * r + 1] = fmaf(fmaxf(x3, w1), w0, part[2 * r + 1]);
+            }
+          }
+          if constexpr (V >= 4) {
+            reduce_scatter<V / 2>(part, res, tig);
+          } else {
+            const bool up2 = tig & 2;
+            float x = up2 ? part[1] : part[0];
+            x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+            res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) res[i] += accA[i];
+      } else if constexpr (SPLIT) {
         wf_issue<NB, KS, NCH>(accB, cur, q_base + (NQ / 16) * SBO, SBO);
         wgmma_wait<1>();
         fence_regs(accA);
@@ -1051,13 +1153,15 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
         fence_regs(accA);
         wf_heads<H, V, 0, NQ / 8, 0, ABS>(accA, wl_s, tig, part);
       }
-      if constexpr (V >= 4) {
-        reduce_scatter<V / 2>(part, res, tig);
-      } else {
-        const bool up2 = tig & 2;
-        float x = up2 ? part[1] : part[0];
-        x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
-        res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+      if constexpr (EPX == 0) {
+        if constexpr (V >= 4) {
+          reduce_scatter<V / 2>(part, res, tig);
+        } else {
+          const bool up2 = tig & 2;
+          float x = up2 ? part[1] : part[0];
+          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+        }
       }
       if constexpr (ABS) {
         // Linear term: lane tig holds pair p = tig at column block NQ / 8: (token gid: hi, lo), (gid + 8: hi, lo)
@@ -1077,11 +1181,58 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
       const int tok = tok0 + 8 * hh;
       if (rowok[i] && tok < hi) {
         const bool in = tok >= ws[i] && tok < we[i];
-        if (in || clean) rowp[i][tok] = in ? res[i] * (hh ? cur.scale[1] : cur.scale[0]) : NINF;
+        if (in || clean) rowp[i][tok] = in ? res[i] * (hh ? sc1 : sc0) : NINF;
       }
     }
   };
 
+  if constexpr (KSRC == 1) {
+    // v6: per warpgroup a ring of SS_STAGES K tiles in dynamic shared memory, filled with 16-byte cp.async
+    // (each thread 64 * D / 16 / 128 of them per tile: 8 consecutive threads write one 128-byte core-matrix
+    // row, conflict-free); SS_STAGES - 1 tiles in flight ahead of the wgmma. The warpgroup's named barrier
+    // after the wait makes every thread's copies visible (and, after the previous tile's wait_group 0, frees
+    // the slot that the next load overwrites).
+    extern __shared__ __align__(128) u8 ring_s[];
+    constexpr int SLOT = TILE * D;
+    const uint32_t ring = (uint32_t)__cvta_generic_to_shared(ring_s) + wg * (SS_STAGES * SLOT);
+    const int wt = tid - 128 * wg;
+    const int first = tile_begin + wg;
+    const int n = first < tile_end ? (tile_end - first + nwg - 1) / nwg : 0;
+    auto load = [&](int i, int slot) {
+      const int base = lo + (first + i * nwg) * TILE;
+      const uint32_t dst0 = ring + slot * SLOT;
+#pragma unroll
+      for (int j = 0; j < D / 32; ++j) {
+        const int c = wt + 128 * j;             // 16-byte chunk of the tile: 8 tokens x D/16 chunks per group
+        const int t8 = c % 8, kc = (c / 8) % (D / 16), th = c / (8 * (D / 16));
+        const int tok = min(base + 8 * th + t8, hi - 1);
+        cp_async16(dst0 + th * SBO + kc * 128 + t8 * 16, k + (i64)tok * D + 16 * kc);
+      }
+    };
+#pragma unroll
+    for (int i = 0; i < SS_STAGES - 1; ++i) {
+      if (i < n) load(i, i);
+      cp_async_commit();
+    }
+    int slot = 0;
+    for (int i = 0; i < n; ++i) {
+      const int base = lo + (first + i * nwg) * TILE;
+      const int tok0 = base + 16 * wq + gid;
+      const float sc0 = __ldg(kv_scale + min(tok0, hi - 1)), sc1 = __ldg(kv_scale + min(tok0 + 8, hi - 1));
+      cp_async_wait<SS_STAGES - 2>();
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      if (wg == 0)  // immediate ids: a register id makes ptxas reserve all 16 barriers
+        asm volatile("bar.sync 1, 128;" ::: "memory");
+      else
+        asm volatile("bar.sync 2, 128;" ::: "memory");
+      const int ahead = slot == 0 ? SS_STAGES - 1 : slot - 1;  // (i + SS_STAGES - 1) % SS_STAGES
+      if (i + SS_STAGES - 1 < n) load(i + SS_STAGES - 1, ahead);
+      cp_async_commit();
+      process(SmemTile{ring + slot * SLOT}, base, sc0, sc1);
+      slot = slot == SS_STAGES - 1 ? 0 : slot + 1;
+    }
+    cp_async_wait<0>();
+  } else {
 #ifndef WF_UNROLL2
   // The next tile's K is prefetched into registers while this one is multiplied (a 2x unrolled loop with two
   // alternating buffers saves the 16-register copy but spilled at the 128-register cap: measured slower here).
@@ -1091,7 +1242,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   for (; t < tile_end; t += nwg) {
     cur = nxt;
     if (t + nwg < tile_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
-    process(cur, lo + t * TILE);
+    process(cur, lo + t * TILE, cur.scale[0], cur.scale[1]);
   }
 #else
   WgTile<NCH> ka, kb;
@@ -1099,14 +1250,15 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   if (t < tile_end) load_wg_tile<D, NCH>(ka, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
   while (t < tile_end) {
     if (t + nwg < tile_end) load_wg_tile<D, NCH>(kb, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
-    process(ka, lo + t * TILE);
+    process(ka, lo + t * TILE, ka.scale[0], ka.scale[1]);
     t += nwg;
     if (t >= tile_end) break;
     if (t + nwg < tile_end) load_wg_tile<D, NCH>(ka, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
-    process(kb, lo + t * TILE);
+    process(kb, lo + t * TILE, kb.scale[0], kb.scale[1]);
     t += nwg;
   }
 #endif
+  }
 
   if (clean) {
     const int worker = split * num_warps + warp;
@@ -1129,6 +1281,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wf    v5 lean epilogue, exact f32 head reduce
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wa    v5 lean epilogue, |x| FFMA + linear term on the tensor cores
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wfs / _was   the same two with the split (wait_group 1) tile
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ss    v6 SS form: K tile via cp.async into shared memory, exact f32
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ssx / _ssd / _wfx / _wfd   v6 diagnostics (WRONG results, timing only)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync path (kept as the simple, independent baseline)
 #define KERNEL_PARAMS                                                                                      \
   const u8 *q, const u8 *k, const float *kv_scale, const float *weights, const int *cu_seqlen_ks,          \
@@ -1148,15 +1302,23 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
 #define INSTANTIATE_wgrp(H, D, BM) WG_KERNEL(H, D, BM, wgrp, EPI_MMA, true)
 #define INSTANTIATE_wgx(H, D, BM) WG_KERNEL(H, D, BM, wgx, EPI_NONE, false)
 // v5: at most 128 registers (2 blocks of 256 threads, 4 of 128 per SM): 4 warpgroups per SM, as for _wg.
-#define WF_KERNEL(H, D, BM, SUFFIX, ABS, SPLIT)                                                           \
+#define WF_KERNEL(H, D, BM, SUFFIX, ABS, SPLIT) WF_KERNEL_X(H, D, BM, SUFFIX, ABS, SPLIT, 0, 0)
+#define WF_KERNEL_X(H, D, BM, SUFFIX, ABS, SPLIT, KSRC, EPX)                                              \
   extern "C" __global__ void __launch_bounds__(MAX_THREADS, 2) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX( \
       KERNEL_PARAMS) {                                                                                     \
-    fp8_mqa_logits_wf_body<H, D, BM, ABS, SPLIT>(KERNEL_ARGS);                                             \
+    fp8_mqa_logits_wf_body<H, D, BM, ABS, SPLIT, KSRC, EPX>(KERNEL_ARGS);                                  \
   }
 #define INSTANTIATE_wf(H, D, BM) WF_KERNEL(H, D, BM, wf, false, false)
 #define INSTANTIATE_wa(H, D, BM) WF_KERNEL(H, D, BM, wa, true, false)
 #define INSTANTIATE_wfs(H, D, BM) WF_KERNEL(H, D, BM, wfs, false, true)
 #define INSTANTIATE_was(H, D, BM) WF_KERNEL(H, D, BM, was, true, true)
+// v6: SS form (K through a cp.async ring in shared memory; launch with nwg * SS_STAGES * 64 * D bytes of dynamic
+// shared memory), and the diagnostics (WRONG results): x = no head reduce, d = FMNMX + FFMA not reading accumulators
+#define INSTANTIATE_ss(H, D, BM) WF_KERNEL_X(H, D, BM, ss, false, false, 1, 0)
+#define INSTANTIATE_ssx(H, D, BM) WF_KERNEL_X(H, D, BM, ssx, false, false, 1, 1)
+#define INSTANTIATE_ssd(H, D, BM) WF_KERNEL_X(H, D, BM, ssd, false, false, 1, 2)
+#define INSTANTIATE_wfx(H, D, BM) WF_KERNEL_X(H, D, BM, wfx, false, false, 0, 1)
+#define INSTANTIATE_wfd(H, D, BM) WF_KERNEL_X(H, D, BM, wfd, false, false, 0, 2)
 #define INSTANTIATE_mma(H, D, BM)                                                                     \
   extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_mma( \
       KERNEL_PARAMS) {                                                                                \

@@ -69,6 +69,7 @@ class CudaBackend(Backend):
         self.context = self._check(self.driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
         self._make_current()
         self._modules: list[Any] = []  # keep loaded modules alive as long as the backend
+        self._dyn_shared: dict[int, int] = {}  # function -> dynamic shared-memory limit already set
 
     # -- helpers ------------------------------------------------------------------------------------
     def _check(self, result: Any, what: str) -> Any:
@@ -116,6 +117,8 @@ class CudaBackend(Backend):
         shared_mem: int = 0,
     ) -> None:
         """Enqueue ``function`` with the packed ``kernargs`` (bytes laid out per the manifest)."""
+        if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit; set it for any dynamic use
+            self._allow_dynamic_shared(function, int(shared_mem))
         arg_buf = ctypes.create_string_buffer(bytes(kernargs), len(kernargs))
         arg_size = ctypes.c_size_t(len(kernargs))
         extra = (ctypes.c_void_p * 5)(
@@ -129,6 +132,15 @@ class CudaBackend(Backend):
                                        self._stream(stream), 0, ctypes.addressof(extra)),
             "cuLaunchKernel",
         )
+
+    def _allow_dynamic_shared(self, function: Any, nbytes: int) -> None:
+        """Raise the function's dynamic shared-memory limit (needed above 48 KB), once per function and size."""
+        key = int(function) if hasattr(function, "__int__") else id(function)
+        if self._dyn_shared.get(key, 0) >= nbytes:
+            return
+        attr = self.driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        self._check(self.driver.cuFuncSetAttribute(function, attr, nbytes), "cuFuncSetAttribute")
+        self._dyn_shared[key] = nbytes
 
     def synchronize(self, stream: int = 0) -> None:
         self._check(self.driver.cuStreamSynchronize(self._stream(stream)), "cuStreamSynchronize")

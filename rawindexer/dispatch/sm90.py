@@ -11,6 +11,9 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
 * ``wf`` / ``wa`` / ``wfs`` / ``was`` -- v5 lean-epilogue experiments (exact f32; |x| FFMA with the linear term on
   the tensor cores; each with the split, wait_group-1 tile), built only by ``bench/exp_sm90_v5.py``; H200 numbers
   in docs/PERFORMANCE.md (v5: within 4% of ``wg``, so not the default)
+* ``ss`` -- v6 experiment: the SS wgmma form (K tiles through a cp.async ring in dynamic shared memory, both
+  operands from shared memory descriptors), exact f32 epilogue; ``ssx`` / ``ssd`` / ``wfx`` / ``wfd`` are its
+  timing-only diagnostics (wrong results). Built only by ``bench/exp_sm90_v6.py``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
 
@@ -30,7 +33,10 @@ FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: flo
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
 TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "wf": 64, "wa": 64, "wfs": 64, "was": 64,
-               "mma": 32}
+               "ss": 64, "ssx": 64, "ssd": 64, "wfx": 64, "wfd": 64, "mma": 32}
+#: v6 SS-form implementations: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
+SS_IMPLS = ("ss", "ssx", "ssd")
+SS_STAGES = 3  # SS_STAGES in kernels/fp8_mqa_logits_sm90.cu
 #: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
 DEFAULT_IMPL = "wg"
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
@@ -129,6 +135,9 @@ class Sm90Family(KernelFamily):
         if self.impl != "mma" and pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
             flags |= FLAG_VEC4_FILL  # every row starts 16-byte aligned
 
+        # SS form: each warpgroup's ring of SS_STAGES K tiles (64 tokens x head_dim bytes) in dynamic shared memory
+        shared_mem = (num_warps // 4) * SS_STAGES * TILE_TOKENS[self.impl] * p.head_dim if self.impl in SS_IMPLS else 0
+
         symbol = variants[block_m]
         entry = self.target["kernels"][symbol]
         values = {
@@ -142,6 +151,7 @@ class Sm90Family(KernelFamily):
             grid=(row_blocks, split_n, 1),
             block=(32 * num_warps, 1, 1),
             kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
+            shared_mem=shared_mem,
             config={"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
                     "reverse_rows": reverse, "unroll2": False},
         )
