@@ -72,8 +72,8 @@ class Gfx950Family(KernelFamily):
         BLOCK_M rows amortise one K read, but their Q tiles (and weights) live in registers, so the
         register file decides. Seed path: >= 2 waves/SIMD, which at H=32, D=128 is the seed's
         BLOCK_M=4 (194 VGPRs). MFMA-reduce path: >= 3 waves/SIMD (its whole point is latency hiding),
-        which at H=32, D=128 is still BLOCK_M=4 (150 VGPRs), at H=64, D=128 BLOCK_M=2, at H=128, D=128
-        BLOCK_M=1. Odd BLOCK_M waste half of the seed's last paired-row reduce, so never the default.
+        which at H=32, D=128 is still BLOCK_M=4 (mrp 154, mr 162 VGPRs), at H=64, D=128 BLOCK_M=2, at
+        H=128, D=128 BLOCK_M=1. Odd BLOCK_M waste half of the seed's last paired-row reduce, so never the default.
         """
         need = 2 if path == "seed" else 3
         ok = [bm for (bm, u), e in variants.items()
