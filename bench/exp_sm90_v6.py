@@ -15,6 +15,7 @@ Diagnostics give wrong results and are timed only.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -22,10 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 EXP = ROOT / "build" / "exp6"
-IMPLS = ("wg", "wf", "ss", "wfx", "ssx", "wfd", "ssd")
-DIAG = ("wfx", "ssx", "wfd", "ssd")
-GRADED = ("wg", "ss")
-VARIANTS = [(h, d, bm, impl) for impl in IMPLS for (h, bm) in ((32, 4), (64, 2)) for d in (64, 128)]
+ALL_IMPLS = ("wg", "wf", "ss", "wfx", "ssx", "wfd", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
+# EXP6_IMPLS / EXP6_CASES narrow a run (the second H200 call timed only the long chunks and ss/ssn/ssx/ssxn/wfx)
+IMPLS = tuple(os.environ.get("EXP6_IMPLS", ",".join(ALL_IMPLS)).split(","))
+DIAG = ("wfx", "ssx", "wfd", "ssd", "ssxn", "ssx4", "ssxa")
+GRADED = tuple(os.environ.get("EXP6_GRADED", "wg,ss,ssn").split(","))
+VARIANTS = [(h, d, bm, impl) for impl in ALL_IMPLS for (h, bm) in ((32, 4), (64, 2)) for d in (64, 128)]
 
 
 def build() -> None:
@@ -37,7 +40,7 @@ def build() -> None:
         print(name, k["resources"])
 
 
-def main(skip_correct: bool) -> None:
+def main(skip_correct: bool, profile: str | None = None) -> None:
     import torch
     from test_cuda_gpu import _windows, grade_gpu
 
@@ -53,9 +56,10 @@ def main(skip_correct: bool) -> None:
     from rawindexer.dispatch.base import Pointers, Problem, Tunables
     from rawindexer.dispatch.sm90 import Sm90Family
 
+    variants = [v for v in VARIANTS if v[3] in IMPLS]
     be = CudaBackend()
     fams = {impl: Sm90Family(EXP, impl=impl) for impl in IMPLS}
-    module = be.load_module(fams["wg"].code_object())
+    module = be.load_module(next(iter(fams.values())).code_object())
     funcs: dict = {}
 
     def launcher(impl, args, out, clean, tun):
@@ -73,12 +77,12 @@ def main(skip_correct: bool) -> None:
                                   shared_mem=plan.shared_mem)), plan
 
     bad = 0
-    if not skip_correct:
+    if not skip_correct and not profile:
         print("== correctness (calc_diff vs the exact reference; gate 1e-3)", flush=True)
         for (M, N, mode) in [(61, 1024, "multi_req"), (1024, 1560, "misaligned"), (17, 76, "causal"),
                              (300, 3000, "cp"), (200, 2000, "empty"), (4096, 32768, "causal"), (1024, 131072, "causal"),
                              (1024, 1024, "multi_req")]:
-            for (H, D, bm, impl) in VARIANTS:
+            for (H, D, bm, impl) in variants:
                 if impl not in GRADED or (D == 64 and M > 4096):
                     continue
                 try:
@@ -106,9 +110,22 @@ def main(skip_correct: bool) -> None:
 
     peak = fp8_peak_tflops()
     print(f"== timings (fp8 peak {peak:.0f} TFLOP/s); us / TFLOP/s / % peak", flush=True)
+    if profile:
+        # one launch of `profile` on 4096x32768 causal H=32 after one warm-up, for ncu (--launch-skip 1 --launch-count 1)
+        ks_np, ke_np = windows_for("causal", 4096, 32768)
+        args = make_inputs(4096, 32768, 32, 128, ks_np, ke_np, seed=3)
+        out = torch.empty((4096, 32768), device="cuda")
+        go, plan = launcher(profile, args, out, True, Tunables(block_m=4, num_warps=4))
+        go()
+        go()
+        torch.cuda.synchronize()
+        print("profiled", plan.symbol, plan.grid, plan.config)
+        return
     cases = [(4096, 32768, "causal", True), (2048, 65536, "causal", True), (1024, 131072, "causal", True),
              (671, 131072, "causal", True), (128, 32768, "causal", True), (4096, 32768, "multi_req", True),
              (8192, 8192, "causal", False), (1024, 1024, "multi_req", False)]
+    if os.environ.get("EXP6_CASES") == "long":
+        cases = cases[:2]
     summary = []
     for (M, N, window, clean) in cases:
         ks_np, ke_np = windows_for(window, M, N)
@@ -119,7 +136,7 @@ def main(skip_correct: bool) -> None:
             sets = [make_inputs(M, N, H, 128, ks_np, ke_np, seed=7 + i) for i in range(nsets)]
             outs = [torch.empty((M, N), device="cuda") for _ in range(nsets)]
             res = []
-            for (h, d, bm, impl) in VARIANTS:
+            for (h, d, bm, impl) in variants:
                 if h != H or d != 128:
                     continue
                 for nw in ((4,) if M >= 1024 and N >= 32768 else (4, 8)):
@@ -149,5 +166,6 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--build", action="store_true")
     p.add_argument("--no-correct", action="store_true")
+    p.add_argument("--profile", default=None, help="launch one impl twice on 4096x32768 causal H=32 (for ncu)")
     a = p.parse_args()
-    build() if a.build else main(a.no_correct)
+    build() if a.build else main(a.no_correct, a.profile)

@@ -859,15 +859,23 @@ __device__ __forceinline__ void wf_issue(float (&acc)[NG / 2], SmemTile kt, uint
     wgmma_ss_k32<NG>(acc, smem_desc(kt.addr + 256 * s, 128, sbo), smem_desc(q_addr + 256 * s, 128, sbo), s > 0);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
+// .cg bypasses L1 (every co-resident block then fetches the K tiles it shares with its neighbours from L2);
+// .ca allocates in L1 as the RS form's __ldg does (KSRC 4)
+template <bool L1>
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  if constexpr (L1)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
-constexpr int SS_STAGES = 3;  // K tiles in flight per warpgroup (dynamic shared memory: nwg * 3 * 64 * D bytes)
+// K tiles per warpgroup ring (dynamic shared memory: nwg * stages * 64 * D bytes); KSRC 3 = 4 stages
+template <int KSRC>
+__host__ __device__ constexpr int ss_stages() { return KSRC == 3 ? 4 : 3; }
 
 // Head columns of column blocks [J0, J1) (acc holds blocks from JA on): part[2r] / part[2r+1] (tokens gid /
 // gid + 8) += w * relu(x), or w * |x| under ABS. Weights from the lane-ordered copy, 16 bytes per 2 blocks.
@@ -962,7 +970,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
     const int r = n / H;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
-    if constexpr (KSRC == 1) {
+    if constexpr (KSRC >= 1) {
       *reinterpret_cast<uint4*>(q_s + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;  // natural order
     } else {
       u8* row = q_s + (n / 8) * SBO + (n % 8) * 16 + 4 * (d0 / (D / 4));
@@ -1186,13 +1194,14 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
     }
   };
 
-  if constexpr (KSRC == 1) {
+  if constexpr (KSRC >= 1) {
     // v6: per warpgroup a ring of SS_STAGES K tiles in dynamic shared memory, filled with 16-byte cp.async
     // (each thread 64 * D / 16 / 128 of them per tile: 8 consecutive threads write one 128-byte core-matrix
     // row, conflict-free); SS_STAGES - 1 tiles in flight ahead of the wgmma. The warpgroup's named barrier
     // after the wait makes every thread's copies visible (and, after the previous tile's wait_group 0, frees
     // the slot that the next load overwrites).
     extern __shared__ __align__(128) u8 ring_s[];
+    constexpr int SS_STAGES = ss_stages<KSRC>();
     constexpr int SLOT = TILE * D;
     const uint32_t ring = (uint32_t)__cvta_generic_to_shared(ring_s) + wg * (SS_STAGES * SLOT);
     const int wt = tid - 128 * wg;
@@ -1206,7 +1215,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
         const int c = wt + 128 * j;             // 16-byte chunk of the tile: 8 tokens x D/16 chunks per group
         const int t8 = c % 8, kc = (c / 8) % (D / 16), th = c / (8 * (D / 16));
         const int tok = min(base + 8 * th + t8, hi - 1);
-        cp_async16(dst0 + th * SBO + kc * 128 + t8 * 16, k + (i64)tok * D + 16 * kc);
+        cp_async16<KSRC == 4>(dst0 + th * SBO + kc * 128 + t8 * 16, k + (i64)tok * D + 16 * kc);
       }
     };
 #pragma unroll
@@ -1214,13 +1223,24 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
       if (i < n) load(i, i);
       cp_async_commit();
     }
+    // kv_scale of this lane's two tokens, one tile ahead in registers (loaded in the same iteration, its L2 latency
+    // was exposed on every tile: ncu long_scoreboard 7-9 stalls per issue in the first H200 run of v6)
+    auto scales = [&](int i, float& a, float& b) {
+      const int tok0 = lo + (first + i * nwg) * TILE + 16 * wq + gid;
+      a = __ldg(kv_scale + min(tok0, hi - 1));
+      b = __ldg(kv_scale + min(tok0 + 8, hi - 1));
+    };
+    float nsc0 = 0.0f, nsc1 = 0.0f;
+    if (n > 0) scales(0, nsc0, nsc1);
     int slot = 0;
     for (int i = 0; i < n; ++i) {
       const int base = lo + (first + i * nwg) * TILE;
-      const int tok0 = base + 16 * wq + gid;
-      const float sc0 = __ldg(kv_scale + min(tok0, hi - 1)), sc1 = __ldg(kv_scale + min(tok0 + 8, hi - 1));
+      const float sc0 = nsc0, sc1 = nsc1;
+      if (i + 1 < n) scales(i + 1, nsc0, nsc1);
       cp_async_wait<SS_STAGES - 2>();
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      // ptxas emits MEMBAR.ALL.CTA for this fence: it also waits for the tile loads still in flight and the
+      // previous tile's stores. KSRC == 2 leaves it out (experiment: the fence's cost; correctness unproven).
+      if constexpr (KSRC != 2) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       if (wg == 0)  // immediate ids: a register id makes ptxas reserve all 16 barriers
         asm volatile("bar.sync 1, 128;" ::: "memory");
       else
@@ -1317,6 +1337,12 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
 #define INSTANTIATE_ss(H, D, BM) WF_KERNEL_X(H, D, BM, ss, false, false, 1, 0)
 #define INSTANTIATE_ssx(H, D, BM) WF_KERNEL_X(H, D, BM, ssx, false, false, 1, 1)
 #define INSTANTIATE_ssd(H, D, BM) WF_KERNEL_X(H, D, BM, ssd, false, false, 1, 2)
+#define INSTANTIATE_ssn(H, D, BM) WF_KERNEL_X(H, D, BM, ssn, false, false, 2, 0)
+#define INSTANTIATE_ssxn(H, D, BM) WF_KERNEL_X(H, D, BM, ssxn, false, false, 2, 1)
+#define INSTANTIATE_ss4(H, D, BM) WF_KERNEL_X(H, D, BM, ss4, false, false, 3, 0)
+#define INSTANTIATE_ssx4(H, D, BM) WF_KERNEL_X(H, D, BM, ssx4, false, false, 3, 1)
+#define INSTANTIATE_ssa(H, D, BM) WF_KERNEL_X(H, D, BM, ssa, false, false, 4, 0)
+#define INSTANTIATE_ssxa(H, D, BM) WF_KERNEL_X(H, D, BM, ssxa, false, false, 4, 1)
 #define INSTANTIATE_wfx(H, D, BM) WF_KERNEL_X(H, D, BM, wfx, false, false, 0, 1)
 #define INSTANTIATE_wfd(H, D, BM) WF_KERNEL_X(H, D, BM, wfd, false, false, 0, 2)
 #define INSTANTIATE_mma(H, D, BM)                                                                     \

@@ -33,10 +33,11 @@ FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: flo
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
 TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "wf": 64, "wa": 64, "wfs": 64, "was": 64,
-               "ss": 64, "ssx": 64, "ssd": 64, "wfx": 64, "wfd": 64, "mma": 32}
+               "ss": 64, "ssx": 64, "ssd": 64, "ssn": 64, "ssxn": 64, "ss4": 64, "ssx4": 64, "ssa": 64, "ssxa": 64, "wfx": 64, "wfd": 64,
+               "mma": 32}
 #: v6 SS-form implementations: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
-SS_IMPLS = ("ss", "ssx", "ssd")
-SS_STAGES = 3  # SS_STAGES in kernels/fp8_mqa_logits_sm90.cu
+SS_IMPLS = ("ss", "ssx", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
+SS_STAGES = 3  # ss_stages<KSRC>() in kernels/fp8_mqa_logits_sm90.cu (4 for the "ss4" / "ssx4" builds)
 #: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
 DEFAULT_IMPL = "wg"
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
@@ -136,7 +137,8 @@ class Sm90Family(KernelFamily):
             flags |= FLAG_VEC4_FILL  # every row starts 16-byte aligned
 
         # SS form: each warpgroup's ring of SS_STAGES K tiles (64 tokens x head_dim bytes) in dynamic shared memory
-        shared_mem = (num_warps // 4) * SS_STAGES * TILE_TOKENS[self.impl] * p.head_dim if self.impl in SS_IMPLS else 0
+        stages = 4 if self.impl.endswith("4") else SS_STAGES
+        shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.impl] * p.head_dim if self.impl in SS_IMPLS else 0
 
         symbol = variants[block_m]
         entry = self.target["kernels"][symbol]
