@@ -12,8 +12,10 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
   the tensor cores; each with the split, wait_group-1 tile), built only by ``bench/exp_sm90_v5.py``; H200 numbers
   in docs/PERFORMANCE.md (v5: within 4% of ``wg``, so not the default)
 * ``ss`` -- v6 experiment: the SS wgmma form (K tiles through a cp.async ring in dynamic shared memory, both
-  operands from shared memory descriptors), exact f32 epilogue; ``ssx`` / ``ssd`` / ``wfx`` / ``wfd`` are its
-  timing-only diagnostics (wrong results). Built only by ``bench/exp_sm90_v6.py``
+  operands from shared memory descriptors), exact f32 epilogue; ``ssn`` (no proxy fence), ``ss4`` (4 stages),
+  ``ssa`` (cp.async.ca); ``ssx`` / ``ssd`` / ``ssxn`` / ``ssx4`` / ``ssxa`` / ``wfx`` / ``wfd`` are timing-only
+  diagnostics (wrong results). Built only by ``bench/exp_sm90_v6.py``; H200: 1.5x slower than ``wg`` (v6 in
+  docs/PERFORMANCE.md), so not the default
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
 
