@@ -83,7 +83,9 @@ MR_BLOCK_M = {(32, 64): (1, 2, 4), (32, 128): (1, 2, 4), (64, 64): (1, 2, 4), (6
 MR_VARIANTS: list[Variant] = [
     Variant(h, d, bm, 1, "mr") for (h, d), bms in MR_BLOCK_M.items() for bm in bms
 ]
-MRP_VARIANTS: list[Variant] = [Variant(32, 128, 4, 1, "mrp")]
+# "mrp" at each shape's default BLOCK_M only (one reduce MFMA: fewer passes than "mr", same occupancy).
+MRP_BLOCK_M = {(32, 64): 4, (32, 128): 4, (64, 64): 4, (64, 128): 2, (128, 64): 2, (128, 128): 1}
+MRP_VARIANTS: list[Variant] = [Variant(h, d, bm, 1, "mrp") for (h, d), bm in MRP_BLOCK_M.items()]
 VARIANTS: list[Variant] = SEED_VARIANTS + MR_VARIANTS + MRP_VARIANTS
 
 # Explicit kernel arguments, in order (must match INSTANTIATE in the source). The manifest takes the

@@ -26,7 +26,7 @@ FLAG_CLEAN_LOGITS = 1
 FLAG_REVERSE_ROWS = 2
 PATHS = ("seed", "mr", "mrp")
 #: The path the heuristic uses unless RAWINDEXER_GFX950_PATH says otherwise.
-#: In order of preference: "mrp" (fewest MFMA passes) is built only at H=32, D=128; "mr" everywhere.
+#: In order of preference: "mrp" (fewest MFMA passes; built at each shape's default BLOCK_M), then "mr".
 #: Both passed the emulator sweep; the seed path stays selectable as the baseline (variant="seed").
 DEFAULT_PATHS = ("mrp", "mr")
 
