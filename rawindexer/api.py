@@ -132,8 +132,8 @@ class _DeviceBuffer:
         self.allocation.free()
 
 
-def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int, int], M: int, N: int
-                  ) -> tuple[Any, Any]:
+def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int, int], M: int, N: int,
+                  stream: int) -> tuple[Any, Any]:
     """(buffer the kernel writes, function giving the caller's result once the launch is queued)."""
     if framework == "torch":
         import torch
@@ -155,7 +155,14 @@ def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int
         return out, lambda: dlpack.import_into(framework, dlpack.DLPackArray.from_numpy(out))
     allocation = backend.alloc(4 * M * N)
     array = dlpack.DLPackArray(allocation.ptr, (M, N), "float32", device, owner=_DeviceBuffer(allocation))
-    return array, lambda: dlpack.import_into(framework, array)
+
+    def result() -> Any:
+        # Imported after the launch is queued; the framework's stream then waits for ours (the DLPack
+        # handshake), since a framework may copy or read the buffer on its own stream right away.
+        array.ready = lambda consumer: backend.order_after(consumer, stream)
+        return dlpack.import_into(framework, array)
+
+    return array, result
 
 
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
@@ -204,7 +211,7 @@ def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqle
                              f"got min {float(scale.min())}")
     result = lambda: out  # noqa: E731
     if out is None:
-        out, result = _allocate_out(framework, q_fp8, backend, device, dims.M, dims.N)
+        out, result = _allocate_out(framework, q_fp8, backend, device, dims.M, dims.N, stream)
         out_view = dlpack.from_dlpack(out, name="out", stream=dl_stream)
     ptrs = Pointers(*(views[n].ptr for n in named), out_view.ptr)
     out_row_stride = out_view.strides[0] if dims.M > 1 else dims.N

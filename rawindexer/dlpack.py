@@ -35,7 +35,7 @@ import itertools
 import struct
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 from collections.abc import Sequence
 
 import numpy as np
@@ -568,13 +568,14 @@ class DLPackArray:
     ``owner`` for as long as any export of it is alive.
 
     ``__dlpack__`` returns a versioned capsule (DLPack 1.x) when the consumer passes
-    ``max_version >= (1, 0)``, else a legacy one. No stream synchronization is performed: the memory
-    must already be ready when it is exported.
+    ``max_version >= (1, 0)``, else a legacy one. ``ready``, when given, is called with the consumer's
+    ``stream`` argument before each export and must make that stream wait until the memory is ready
+    (the DLPack stream handshake); without it the memory must already be ready when it is exported.
     """
 
     def __init__(self, ptr: int, shape: Sequence[int], dtype: DType | str, device: tuple[int, int],
                  *, strides: Sequence[int] | None = None, owner: Any = None,
-                 readonly: bool = False) -> None:
+                 readonly: bool = False, ready: Callable[[int | None], None] | None = None) -> None:
         self.dtype = dtype_from_name(dtype)
         self.shape = _normalize_shape(shape, "shape")
         self.strides = _normalize_strides(strides, self.shape, "strides")
@@ -584,6 +585,7 @@ class DLPackArray:
             raise DLPackError(f"ptr: NULL data pointer for a non-empty tensor of shape {self.shape}")
         self.owner = owner
         self.readonly = bool(readonly)
+        self.ready = ready
 
     @classmethod
     def from_numpy(cls, array: np.ndarray, *, dtype: DType | str | None = None) -> DLPackArray:
@@ -619,7 +621,7 @@ class DLPackArray:
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """A new capsule over this memory (array API ``__dlpack__`` semantics).
 
-        ``stream`` is accepted and ignored (no synchronization: memory must be ready).
+        ``stream`` is handed to the ``ready`` hook, if any (see the class docstring).
         ``max_version >= (1, 0)`` gives ``dltensor_versioned`` announcing
         ``min(max_version, (1, 1))``; otherwise ``dltensor``, refused with BufferError for
         read-only memory. ``copy=True`` (host memory only) exports a compact copy flagged
@@ -627,6 +629,8 @@ class DLPackArray:
         """
         if stream is not None and not isinstance(stream, int):
             raise TypeError(f"stream must be None or an int, got {type(stream).__name__}")
+        if self.ready is not None:
+            self.ready(stream)
         versioned = False
         version = _MAX_VERSION
         if max_version is not None:

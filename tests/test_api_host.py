@@ -211,3 +211,15 @@ def test_mixed_devices_are_rejected(rng):
     v[3] = dlpack.from_dlpack(fake_gpu, name="weights", stream=1)
     with pytest.raises(ValidationError, match=r"weights: expected q_fp8's device \(1, 0\) \(mixed devices\)"):
         validate(*v)
+
+
+def test_hip_order_after_uses_an_event():
+    fake = FakeHip()
+    fake.hipEventDisableTiming = 2
+    fake.hipEventCreateWithFlags = lambda flags: fake._ok("hipEventCreateWithFlags", flags, value="event")
+    fake.hipEventRecord = lambda e, s: fake._ok("hipEventRecord", e, s)
+    fake.hipStreamWaitEvent = lambda s, e, f: fake._ok("hipStreamWaitEvent", s, e, f)
+    fake.hipEventDestroy = lambda e: fake._ok("hipEventDestroy", e)
+    HipBackend(fake).order_after(0x55, 0x66)
+    assert fake.calls == [("hipEventCreateWithFlags", (2,)), ("hipEventRecord", ("event", 0x66)),
+                          ("hipStreamWaitEvent", (0x55, "event", 0)), ("hipEventDestroy", ("event",))]

@@ -139,6 +139,9 @@ class _FakeDriver(types.ModuleType):
     class CUstream(int):
         pass
 
+    class CUevent_flags:
+        CU_EVENT_DISABLE_TIMING = 2
+
     class CUdeviceptr(int):
         pass
 
@@ -165,6 +168,10 @@ class _FakeDriver(types.ModuleType):
     def cuDeviceGetAttribute(self, a, d): return self._rec("cuDeviceGetAttribute", a, d, value=132)
     def cuGetErrorName(self, e): return (0, b"CUDA_ERROR_INVALID_VALUE")
     def cuDeviceGetCount(self): return self._rec("cuDeviceGetCount", value=self.count)
+    def cuEventCreate(self, flags): return self._rec("cuEventCreate", flags, value="event")
+    def cuEventRecord(self, e, s): return self._rec("cuEventRecord", e, int(s))
+    def cuStreamWaitEvent(self, s, e, flags): return self._rec("cuStreamWaitEvent", int(s), e, flags)
+    def cuEventDestroy(self, e): return self._rec("cuEventDestroy", e)
 
     # The fake's "device memory" is host memory: the copies really move bytes, so the tests can check them.
     def cuMemcpyHtoD(self, dst, src, n):
@@ -363,3 +370,25 @@ def test_v5_experiment_impls_are_known_but_not_in_the_default_build(sm90_target)
             fam.plan(Problem(64, 64, 32, 128, 64, True), Tunables(), PTRS, 132)
     with pytest.raises(ValueError, match="impl must be one of"):
         Sm90Family(build_dir, impl="nope")
+
+
+def test_order_after_makes_the_consumer_stream_wait_on_an_event(fake_driver):
+    """The DLPack handshake for outputs we allocate: the consumer's stream waits for our launch stream
+    through an event, without a host synchronize."""
+    from rawindexer.backends.cuda import CudaBackend
+
+    be = CudaBackend()
+    n = len(fake_driver.calls)
+    be.order_after(0xC0FFEE, 0xABC)
+    assert fake_driver.calls[n:] == [("cuEventCreate", (2,)), ("cuEventRecord", ("event", 0xABC)),
+                                     ("cuStreamWaitEvent", (0xC0FFEE, "event", 0)), ("cuEventDestroy", ("event",))]
+    be.order_after(None, 0xABC)  # DLPack: None means the legacy default stream (CU_STREAM_LEGACY = 1)
+    assert fake_driver.calls[-2] == ("cuStreamWaitEvent", (1, "event", 0))
+    n = len(fake_driver.calls)
+    be.order_after(-1, 0xABC)  # the consumer asked for no synchronisation
+    be.order_after(0xABC, 0xABC)  # same stream: already ordered
+    assert len(fake_driver.calls) == n
+    fake_driver.fail = "cuStreamWaitEvent"
+    with pytest.raises(RuntimeError, match="cuStreamWaitEvent"):
+        be.order_after(5, 6)
+    assert fake_driver.calls[-1] == ("cuEventDestroy", ("event",)), "the event is released on failure too"

@@ -598,3 +598,16 @@ def test_jax_export_zero_copy_when_aligned():
     out2 = dl.import_into("jax", dl.DLPackArray.from_numpy(misaligned))
     assert out2.unsafe_buffer_pointer() != np_ptr(misaligned)  # copied
     np.testing.assert_array_equal(np.asarray(out2), misaligned)
+
+
+def test_ready_hook_sees_each_consumers_stream():
+    """DLPackArray(ready=...) is the producer side of the stream handshake: called before every export
+    with the stream the consumer passed."""
+    from rawindexer.dlpack import DL_CUDA, DLPackArray, from_dlpack
+
+    buf = np.zeros(16, np.float32)
+    seen = []
+    arr = DLPackArray(buf.ctypes.data, (4, 4), "float32", (DL_CUDA, 0), owner=buf, ready=seen.append)
+    from_dlpack(arr, name="out", stream=7).release()
+    from_dlpack(arr, name="out", stream=None).release()
+    assert seen == [7, None]

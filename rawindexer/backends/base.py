@@ -96,6 +96,13 @@ class Backend(ABC):
         self._require_host_memory()
         ctypes.memmove(dst.ctypes.data, src_ptr, dst.nbytes)
 
+    def order_after(self, consumer_stream: int | None, producer_stream: int) -> None:
+        """Make ``consumer_stream`` (a DLPack consumer's stream argument: None/1 legacy default, 2
+        per-thread, else a handle) wait for the work queued so far on ``producer_stream``, without
+        blocking the host. Backends whose launches finish inside ``launch`` need nothing."""
+        if self.dlpack_device_type != 1:
+            raise NotImplementedError(f"{self.name}: stream ordering is not implemented for this backend")
+
     def device_count(self) -> int:
         """Devices this backend can run on (the emulator: one)."""
         return 1 if self.dlpack_device_type == 1 else 0

@@ -142,6 +142,20 @@ class CudaBackend(Backend):
         self._check(self.driver.cuFuncSetAttribute(function, attr, nbytes), "cuFuncSetAttribute")
         self._dyn_shared[key] = nbytes
 
+    def order_after(self, consumer_stream: int | None, producer_stream: int) -> None:
+        if consumer_stream == -1 or consumer_stream == producer_stream:
+            return  # the consumer asked for no synchronisation, or runs on our stream already
+        consumer = 1 if consumer_stream is None else int(consumer_stream)  # 1 = CU_STREAM_LEGACY
+        d = self.driver
+        flags = d.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        event = self._check(d.cuEventCreate(flags), "cuEventCreate")
+        try:
+            self._check(d.cuEventRecord(event, self._stream(producer_stream)), "cuEventRecord")
+            self._check(d.cuStreamWaitEvent(self._stream(consumer), event, 0), "cuStreamWaitEvent")
+        finally:
+            # Destroying an event whose wait is enqueued is allowed: the wait keeps its state.
+            self._check(d.cuEventDestroy(event), "cuEventDestroy")
+
     def synchronize(self, stream: int = 0) -> None:
         self._check(self.driver.cuStreamSynchronize(self._stream(stream)), "cuStreamSynchronize")
 

@@ -79,6 +79,18 @@ class HipBackend(Backend):
                                            ctypes.addressof(extra)),
             "hipModuleLaunchKernel")
 
+    def order_after(self, consumer_stream: int | None, producer_stream: int) -> None:
+        if consumer_stream == -1 or consumer_stream == producer_stream:
+            return
+        consumer = int(consumer_stream or 0)  # ROCm: None/0 = the default stream
+        hip = self.hip
+        event = self._check(hip.hipEventCreateWithFlags(hip.hipEventDisableTiming), "hipEventCreateWithFlags")
+        try:
+            self._check(hip.hipEventRecord(event, producer_stream or None), "hipEventRecord")
+            self._check(hip.hipStreamWaitEvent(consumer or None, event, 0), "hipStreamWaitEvent")
+        finally:
+            self._check(hip.hipEventDestroy(event), "hipEventDestroy")
+
     def synchronize(self, stream: int = 0) -> None:
         self._check(self.hip.hipStreamSynchronize(stream or None), "hipStreamSynchronize")
 
