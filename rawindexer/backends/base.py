@@ -37,6 +37,22 @@ class BufferSpan:
     writable: bool = False
 
 
+class PackedKernargs:
+    """The driver's ``extra`` array for a packed kernarg buffer: {BUFFER_POINTER (1), buffer,
+    BUFFER_SIZE (2), &size, END}. HIP's END marker is 3 and CUDA's 0, so the caller names it.
+    The driver copies the buffer during the launch call; this object only has to outlive that call."""
+
+    def __init__(self, kernargs: bytes, end_marker: int) -> None:
+        self._buffer = ctypes.create_string_buffer(bytes(kernargs), len(kernargs))
+        self._size = ctypes.c_size_t(len(kernargs))
+        self._extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(self._buffer), 2, ctypes.addressof(self._size),
+                                            end_marker)
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self._extra)
+
+
 class Backend(ABC):
     """load module -> get function -> launch; plus allocate and synchronize."""
 

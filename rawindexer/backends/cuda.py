@@ -7,15 +7,12 @@ context, the one PyTorch, CuPy and JAX use, so their pointers and streams are va
 """
 from __future__ import annotations
 
-import ctypes
 from typing import Any, Sequence
 
-from .base import Backend, BufferSpan, DeviceAllocation
+from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs
 
 # Markers of cuLaunchKernel's ``extra`` array (cuda.h). Unlike HIP's (POINTER=1, SIZE=2, END=3).
 CU_LAUNCH_PARAM_END = 0
-CU_LAUNCH_PARAM_BUFFER_POINTER = 1
-CU_LAUNCH_PARAM_BUFFER_SIZE = 2
 
 
 def _driver() -> Any:
@@ -119,17 +116,10 @@ class CudaBackend(Backend):
         """Enqueue ``function`` with the packed ``kernargs`` (bytes laid out per the manifest)."""
         if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit; set it for any dynamic use
             self._allow_dynamic_shared(function, int(shared_mem))
-        arg_buf = ctypes.create_string_buffer(bytes(kernargs), len(kernargs))
-        arg_size = ctypes.c_size_t(len(kernargs))
-        extra = (ctypes.c_void_p * 5)(
-            CU_LAUNCH_PARAM_BUFFER_POINTER, ctypes.addressof(arg_buf),
-            CU_LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(arg_size),
-            CU_LAUNCH_PARAM_END,
-        )
-        # The driver copies the buffer during the call, so the ctypes objects may die right after it.
+        extra = PackedKernargs(kernargs, CU_LAUNCH_PARAM_END)
         self._check(
             self.driver.cuLaunchKernel(function, *map(int, grid), *map(int, block), int(shared_mem),
-                                       self._stream(stream), 0, ctypes.addressof(extra)),
+                                       self._stream(stream), 0, extra.address),
             "cuLaunchKernel",
         )
 

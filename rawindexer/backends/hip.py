@@ -5,14 +5,11 @@ Calls return tuples (hipError_t, value...); every one is checked.
 """
 from __future__ import annotations
 
-import ctypes
 from typing import Any, Sequence
 
-from .base import Backend, BufferSpan, DeviceAllocation
+from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs
 
-# HIP's markers for the packed-argument form of `extra` (unlike CUDA's, END is 3)
-HIP_LAUNCH_PARAM_BUFFER_POINTER = 1
-HIP_LAUNCH_PARAM_BUFFER_SIZE = 2
+# HIP ends the packed-argument form of `extra` with 3 (CUDA with 0)
 HIP_LAUNCH_PARAM_END = 3
 
 
@@ -66,17 +63,10 @@ class HipBackend(Backend):
     def launch(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int], kernargs: bytes,
                stream: int = 0, buffers: Sequence[BufferSpan] = (), shared_mem: int = 0) -> None:
         # The packed kernarg buffer goes through `extra`, so one packer (the manifest's layout)
-        # serves every backend. HIP copies the buffer at launch; ours only has to outlive the call.
-        arg_buffer = ctypes.create_string_buffer(bytes(kernargs), len(kernargs))
-        arg_size = ctypes.c_size_t(len(kernargs))
-        extra = (ctypes.c_void_p * 5)(
-            HIP_LAUNCH_PARAM_BUFFER_POINTER, ctypes.addressof(arg_buffer),
-            HIP_LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(arg_size),
-            HIP_LAUNCH_PARAM_END,
-        )
+        # serves every backend.
+        extra = PackedKernargs(kernargs, HIP_LAUNCH_PARAM_END)
         self._check(
-            self.hip.hipModuleLaunchKernel(function, *grid, *block, shared_mem, stream or None, None,
-                                           ctypes.addressof(extra)),
+            self.hip.hipModuleLaunchKernel(function, *grid, *block, shared_mem, stream or None, None, extra.address),
             "hipModuleLaunchKernel")
 
     def order_after(self, consumer_stream: int | None, producer_stream: int) -> None:
