@@ -432,15 +432,7 @@ def _build_sdwa(inst: Instruction, ctx, name: str) -> Callable:
         r0 = _sdwa_reader(src0, s0, sel0, sext0, neg0, abs0, vt, inst)
         r1 = _sdwa_reader(inst.fields["vsrc1"], 0, sel1, sext1, neg1, abs1, vt, inst)
         dst = swriter((e >> 8) & 0x7F if (e >> 15) & 1 else VCC, inst, 64)
-
-        def run(w):
-            with np.errstate(invalid="ignore"):
-                m = np.broadcast_to(f(r0(w), r1(w)), (64,)) & w.exec_mask
-            bits = mask_to_bits(m)
-            dst(w, bits)
-            if cmpx:
-                w.set_exec(bits)
-        return run
+        return _compare_runner(f, r0, r1, dst, cmpx)
     spec = SIMPLE.get(name)
     if spec is None:
         raise DecodeError(f"unimplemented SDWA {inst}")
@@ -886,7 +878,11 @@ def build_vopc(inst: Instruction, ctx) -> Callable:
         f = (_FCMP if ty[0] == "f" else _ICMP)[op]
         r0, r1 = src.reader(0, vt, ctx), src.reader(1, vt, ctx)
     dst = swriter(VCC if inst.fmt == "VOPC" else inst.fields["vdst"], inst, 64)
+    return _compare_runner(f, r0, r1, dst, cmpx)
 
+
+def _compare_runner(f, r0, r1, dst, cmpx: bool):
+    """A compare writes its lane mask (active lanes only) to an SGPR pair or VCC; v_cmpx also to EXEC."""
     def run(w):
         with np.errstate(invalid="ignore"):
             m = np.broadcast_to(f(r0(w), r1(w)), (64,)) & w.exec_mask
