@@ -9,12 +9,12 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
 * ``wgp`` / ``wgrp`` / ``wgx`` -- experiments (ping-pong accumulators; no head reduce), built only by
   ``bench/exp_sm90.py``
 * ``wf`` / ``wa`` / ``wfs`` / ``was`` -- v5 lean-epilogue experiments (exact f32; |x| FFMA with the linear term on
-  the tensor cores; each with the split, wait_group-1 tile), built only by ``bench/exp_sm90_v5.py``; H200 numbers
+  the tensor cores; each with the split, wait_group-1 tile), built only by ``bench/exp_sm90.py --set v5``; H200 numbers
   in docs/PERFORMANCE.md (v5: within 4% of ``wg``, so not the default)
 * ``ss`` -- v6 experiment: the SS wgmma form (K tiles through a cp.async ring in dynamic shared memory, both
   operands from shared memory descriptors), exact f32 epilogue; ``ssn`` (no proxy fence), ``ss4`` (4 stages),
   ``ssa`` (cp.async.ca); ``ssx`` / ``ssd`` / ``ssxn`` / ``ssx4`` / ``ssxa`` / ``wfx`` / ``wfd`` are timing-only
-  diagnostics (wrong results). Built only by ``bench/exp_sm90_v6.py``; H200: 1.5x slower than ``wg`` (v6 in
+  diagnostics (wrong results). Built only by ``bench/exp_sm90.py --set v6``; H200: 1.5x slower than ``wg`` (v6 in
   docs/PERFORMANCE.md), so not the default
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
@@ -39,7 +39,7 @@ TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "wf": 64, 
                "mma": 32}
 #: v6 SS-form implementations: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
 SS_IMPLS = ("ss", "ssx", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
-SS_STAGES = 3  # ss_stages<KSRC>() in kernels/fp8_mqa_logits_sm90.cu (4 for the "ss4" / "ssx4" builds)
+SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_experiments.cu (4 for the "ss4" / "ssx4" builds)
 #: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
 DEFAULT_IMPL = "wg"
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
