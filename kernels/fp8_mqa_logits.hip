@@ -71,7 +71,7 @@ DEVICE v16f mfma_tile(const v8i (&q)[KSTEPS], const v8i (&k)[KSTEPS]) {
 
 // DESIGN: kv-scale hoist. ReLU is positive-homogeneous and kv_scale >= 0, so the scale is left out of
 // this per-head sum and applied once per column after the head reduce.
-// relu() is fmaxf; the module is built with -fno-honor-nans so it is one v_max_f32 (no canonicalize).
+// DESIGN: -fno-honor-nans for the module (build.py): relu() is fmaxf, one v_max_f32, no canonicalize.
 DEVICE float relu_weighted_sum(v16f c, const float (&w)[16], float acc) {
 #pragma unroll
   for (int r = 0; r < 16; ++r) acc = __builtin_fmaf(__builtin_fmaxf(c[r], 0.0f), w[r], acc);
@@ -168,7 +168,7 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
   }
 
   // DESIGN: no LDS staging. K is streamed HBM -> registers, UNROLL tiles in flight per warp
-  // (UNROLL = 2 is the seed's "unroll2").
+  // (DESIGN: unroll2 = UNROLL 2, two tiles in flight).
   for (int t0 = tile_begin + warp * UNROLL; t0 < tile_end; t0 += num_warps * UNROLL) {
     v8i k_tile[UNROLL][KSTEPS];
     float scale[UNROLL];
