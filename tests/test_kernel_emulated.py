@@ -101,6 +101,8 @@ def test_tunables(rng, variant, heads, head_dim, block_m):
     unroll2, reverse = bool(rng.integers(2)), bool(rng.integers(2))
     mode = WINDOW_MODES[int(rng.integers(len(WINDOW_MODES)))]
     M, N = (6 * block_m, 96 * block_m) if mode == "cp" else (int(rng.integers(1, 4 * block_m + 3)), int(rng.integers(40, 300)))
+    if mode == "multi_req":
+        M = max(M, 2)  # two requests at least
     run_case(rng, M, N, heads, head_dim, mode, bool(rng.integers(2)), block_m=block_m, split_n=split_n,
              num_warps=num_warps, unroll2=unroll2, reverse_rows=reverse, variant=variant)
 
