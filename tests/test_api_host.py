@@ -104,7 +104,8 @@ def test_heuristic_follows_the_seed():
 
 @pytest.mark.parametrize("tunables,message", [
     (dict(block_m=5), "block_m: expected 0 .* one of"), (dict(num_warps=9), "num_warps"),
-    (dict(split_n=-1), "split_n"),
+    (dict(split_n=-1), "split_n"), (dict(unroll2=True, variant="mrp"), "unroll2: expected None or False"),
+    (dict(variant="fast"), "variant: expected None or one of"),
 ])
 def test_bad_tunables_are_named(tunables, message):
     fam = family_for("gfx950")

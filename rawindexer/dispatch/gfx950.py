@@ -143,6 +143,9 @@ class Gfx950Family(KernelFamily):
             raise ValueError(f"num_warps: expected 0 (heuristic) or 1..{MAX_WARPS}, got {tunables.num_warps}")
         if not 0 <= tunables.split_n <= MAX_SPLIT_N:
             raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {tunables.split_n}")
+        if tunables.unroll2 and path != "seed":
+            raise ValueError(f"unroll2: expected None or False for variant {path!r}, whose loop always keeps the "
+                             f"next tile in flight (unroll2 selects the seed design's two-tile loop), got True")
         cfg = self.choose(problem, tunables, compute_units)
         # The MFMA-reduce path has one instantiation per BLOCK_M (its loop always walks two tiles).
         entry = variants[(cfg["block_m"], 2 if cfg["unroll2"] and path == "seed" else 1)]
