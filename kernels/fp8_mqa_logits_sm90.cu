@@ -127,6 +127,35 @@ __device__ __forceinline__ void reduce_scatter(const float (&v)[2 * U], float (&
   }
 }
 
+// DESIGN: grid is (ceil(M / BM), SplitN); high-m row blocks first when asked, since under causal
+// masking a block's work grows with m and the longest blocks should not be the tail.
+struct RowBlock {
+  int m0, nrows, split;
+  bool clean;
+};
+
+template <int BM>
+__device__ __forceinline__ RowBlock row_block_of(int M, int flags) {
+  const int row_blocks = (M + BM - 1) / BM;
+  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - (int)blockIdx.x : (int)blockIdx.x;
+  const int m0 = row_block * BM;
+  return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
+}
+
+// Each row's window clamped to [0, N) (empty when ke <= ks), staged once per block for every warp.
+template <int BM>
+__device__ __forceinline__ void stage_windows(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
+                                              const RowBlock& rb, int N, int tid) {
+  if (tid < BM) {
+    int s = 0, e = 0;
+    if (tid < rb.nrows) {
+      s = max(min(ks[rb.m0 + tid], N), 0);
+      e = max(min(ke[rb.m0 + tid], N), s);
+    }
+    win_s[tid] = make_int2(s, e);
+  }
+}
+
 template <int H, int D, int BM, int U>
 __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, const u8* __restrict__ k,
                                                     const float* __restrict__ kv_scale,
@@ -156,23 +185,10 @@ __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, co
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  // DESIGN: grid is (ceil(M / BM), SplitN); high-m row blocks first when asked, since under causal
-  // masking a block's work grows with m and the longest blocks should not be the tail.
-  const int row_blocks = (M + BM - 1) / BM;
-  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - (int)blockIdx.x : (int)blockIdx.x;
-  const int split = blockIdx.y;
-  const int m0 = row_block * BM;
-  const int nrows = min(BM, M - m0);
-  const bool clean = flags & FLAG_CLEAN_LOGITS;
-
-  if (tid < BM) {
-    int s = 0, e = 0;
-    if (tid < nrows) {
-      s = max(min(cu_seqlen_ks[m0 + tid], N), 0);
-      e = max(min(cu_seqlen_ke[m0 + tid], N), s);
-    }
-    win_s[tid] = make_int2(s, e);
-  }
+  const RowBlock rb = row_block_of<BM>(M, flags);
+  const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
+  const bool clean = rb.clean;
+  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   for (int idx = tid; idx < QFRAGS * WARP; idx += nthreads) {
     const int l = idx & (WARP - 1);
     int rest = idx / WARP;
@@ -492,21 +508,10 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  const int row_blocks = (M + BM - 1) / BM;
-  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - (int)blockIdx.x : (int)blockIdx.x;
-  const int split = blockIdx.y;
-  const int m0 = row_block * BM;
-  const int nrows = min(BM, M - m0);
-  const bool clean = flags & FLAG_CLEAN_LOGITS;
-
-  if (tid < BM) {
-    int s = 0, e = 0;
-    if (tid < nrows) {
-      s = max(min(cu_seqlen_ks[m0 + tid], N), 0);
-      e = max(min(cu_seqlen_ke[m0 + tid], N), s);
-    }
-    win_s[tid] = make_int2(s, e);
-  }
+  const RowBlock rb = row_block_of<BM>(M, flags);
+  const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
+  const bool clean = rb.clean;
+  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   // Stage Q: 16-byte global reads, scattered as 4-byte words into the permuted core-matrix layout.
   for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
     const int n = idx / (D / 16);
