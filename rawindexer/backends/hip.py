@@ -46,6 +46,8 @@ class HipBackend(Backend):
         err, *values = result if isinstance(result, tuple) else (result,)
         if int(err) != int(self.hip.hipError_t.hipSuccess):
             msg = self.hip.hipGetErrorString(err)
+            if isinstance(msg, tuple):  # hip-python 7.2 returns (hipError_t, str), not the bare string
+                msg = msg[-1]
             raise HipError(f"{what} failed: {msg!r} ({err!r})")
         if not values:
             return None
