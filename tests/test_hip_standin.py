@@ -72,9 +72,9 @@ def inputs(rng, M, N, H, D, mode):
                 cu_seqlen_ks=ks, cu_seqlen_ke=ke)
 
 
-def emulator_result(ops, clean):
+def emulator_result(ops, clean, **tunables):
     out = np.full((ops["q_fp8"].shape[0], ops["k_fp8"].shape[0]), np.nan, np.float32)  # poisoned
-    rawindexer.fp8_mqa_logits(**ops, clean_logits=clean, out=out)
+    rawindexer.fp8_mqa_logits(**ops, clean_logits=clean, out=out, **tunables)
     return out
 
 
@@ -117,14 +117,15 @@ SLOW_CASES = [(61, 1024, 32, 128, "past_end", True), (128, 64, 64, 128, "causal"
               (128, 1024, 32, 128, "multi_req", True), (64, 2048, 32, 128, "misaligned", False)]
 
 
-def run_through_dlpack(rng, standin, streams, M, N, H, D, mode, clean):
+def run_through_dlpack(rng, standin, streams, M, N, H, D, mode, clean, **tunables):
     producer_stream, consumer_stream = streams
     ops = inputs(rng, M, N, H, D, mode)
-    expected = emulator_result(ops, clean)
+    expected = emulator_result(ops, clean, **tunables)
     arrays = producers(ops, producer_stream)
     out = RocmArray(np.full((M, N), np.nan, np.float32), producer_stream)  # poisoned
     ran = standin.launches_run
-    result = rawindexer.fp8_mqa_logits(*arrays.values(), clean_logits=clean, out=out, stream=consumer_stream)
+    result = rawindexer.fp8_mqa_logits(*arrays.values(), clean_logits=clean, out=out, stream=consumer_stream,
+                                       **tunables)
     assert result is out
     for name, a in {**arrays, "out": out}.items():
         assert a.streams_seen == [consumer_stream], f"{name}: DLPack stream argument"
@@ -144,6 +145,12 @@ def run_through_dlpack(rng, standin, streams, M, N, H, D, mode, clean):
 @pytest.mark.parametrize("M,N,H,D,mode,clean", SMALL_CASES)
 def test_dlpack_rocm_arrays_bitwise_equal_to_emulator(rng, standin, hipb, streams, M, N, H, D, mode, clean):
     run_through_dlpack(rng, standin, streams, M, N, H, D, mode, clean)
+
+
+@pytest.mark.parametrize("tunables", [dict(variant="seed", unroll2=True), dict(variant="mr", block_m=2, split_n=3),
+                                      dict(variant="mrp", num_warps=4, reverse_rows=True)])
+def test_kernel_designs_and_tunables_bitwise_equal_to_emulator(rng, standin, hipb, streams, tunables):
+    run_through_dlpack(rng, standin, streams, 19, 150, 64, 128, "misaligned", True, **tunables)
 
 
 @pytest.mark.slow
@@ -303,6 +310,18 @@ def test_out_of_memory(rng, standin, hipb):
     assert standin.live_allocations == live
 
 
+def test_descriptor_kernarg_size_is_the_metadata_size():
+    """The stand-in checks kernarg sizes against the kernel descriptor (it does not parse the msgpack
+    metadata); for every shipped kernel the two agree with the manifest the packer uses."""
+    from rawindexer.codeobject import CodeObject
+
+    family = rawindexer.dispatch.family_for("gfx950")
+    code = CodeObject(family.code_object())
+    for symbol, entry in family.target["kernels"].items():
+        kernel = code.kernels[symbol]
+        assert kernel.descriptor.kernarg_size == kernel.metadata[".kernarg_segment_size"] == entry["kernarg_size"]
+
+
 def test_launch_rejected_by_the_runtime(standin, hipb):
     """Arguments the runtime refuses at the launch call: each one HipError naming the HIP error."""
     module = hipb.load_module(rawindexer.dispatch.family_for("gfx950").code_object())
@@ -330,6 +349,12 @@ def test_launch_rejected_by_the_runtime(standin, hipb):
     assert hip.hipModuleLaunchKernel(function, 1, 1, 1, 64, 1, 1, 0, 0x1234, None,
                                      ctypes.addressof(good))[0] == hip.hipError_t.hipErrorInvalidHandle
     assert standin.pending(0) == 0
+    # The kernel's own limit (.max_flat_workgroup_size 512, in the metadata the stand-in does not parse) is
+    # enforced when the launch executes: the emulator refuses it and the synchronising call reports it.
+    hipb.launch(function, (1, 1, 1), (1024, 1, 1), bytes(size))
+    with pytest.raises(HipError, match="hipStreamSynchronize failed.*hipErrorLaunchFailure"):
+        hipb.synchronize(0)
+    assert "max_flat_workgroup_size" in standin.last_fault
     assert int(hip.hipGetLastError()[0]) != 0 and int(hip.hipGetLastError()[0]) == 0  # sticky, then cleared
 
 
