@@ -59,6 +59,6 @@ $(STANDIN_SO): tests/hip_standin/hip_standin.c | install
 
 $(STANDIN_942): tests/hip_standin/other_target.hip | $(HSACO)
 	@mkdir -p $(STANDIN_DIR)
-	$(PYTHON) -c "import build; build.toolchain()"
+	RAWINDEXER_FORCE_ZIGLANG=1 $(PYTHON) -c "import build; build.toolchain()"  # the lld shim in build/toolchain
 	PATH="$(CURDIR)/$(BUILD)/toolchain:$$PATH" $(PYTHON) -m ziglang clang -x hip --offload-arch=gfx942 \
 	  --offload-device-only --no-gpu-bundle-output -nogpulib -nogpuinc -O2 -o $@ $<

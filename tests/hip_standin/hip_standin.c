@@ -445,7 +445,7 @@ EXPORT hipError_t hipMalloc(void **ptr, size_t size) {
     if (!ptr) return fail(hipErrorInvalidValue);
     *ptr = NULL;
     if (size == 0) return hipSuccess;
-    if (size > g_memory_limit - g_allocated) return fail(hipErrorOutOfMemory);
+    if (g_allocated > g_memory_limit || size > g_memory_limit - g_allocated) return fail(hipErrorOutOfMemory);
     void *p = NULL;
     if (posix_memalign(&p, ALIGN, size + RED_ZONE) != 0) return fail(hipErrorOutOfMemory);
     if (g_n_allocs == g_cap_allocs) {
@@ -644,7 +644,8 @@ EXPORT hipError_t hipModuleLoadData(void **module, const void *image) {
     if (!module || !image) return fail(hipErrorInvalidValue);
     const uint8_t *p = image;
     const Elf64Ehdr *eh = image;
-    if (memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 /* ELFCLASS64 */ || eh->machine != EM_AMDGPU)
+    if (memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 /* ELFCLASS64 */ || eh->machine != EM_AMDGPU ||
+        eh->shentsize != sizeof(Elf64Shdr) || eh->shstrndx >= eh->shnum)
         return fail(hipErrorInvalidImage);
     if ((eh->flags & 0xff) != g_mach) return fail(hipErrorNoBinaryForGpu);
     struct module *m = calloc(1, sizeof *m);
