@@ -41,3 +41,24 @@ endif
 
 $(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
 	$(PYTHON) build.py --out $(BUILD) --target sm_90a
+
+# ---- hip stand-in (tests only) ---------------------------------------------------------------------------
+# A C stand-in for libamdhip64.so that runs launches on the gfx950 emulator, so the real hip-python wheel
+# drives the hip backend in CI (tests/hip_standin/). Built with the ziglang clang; also builds a small
+# code object for another target (gfx942) for the "no binary for this GPU" test.
+STANDIN_DIR := $(BUILD)/hip_standin
+STANDIN_SO  := $(STANDIN_DIR)/libamdhip64.so
+STANDIN_942 := $(STANDIN_DIR)/other_target.gfx942.hsaco
+
+.PHONY: hip-standin
+hip-standin: $(STANDIN_SO) $(STANDIN_942)
+
+$(STANDIN_SO): tests/hip_standin/hip_standin.c | install
+	@mkdir -p $(STANDIN_DIR)
+	$(PYTHON) -m ziglang cc -shared -fPIC -O2 -Wall -Wextra -Wl,-soname,libamdhip64.so -o $@ $<
+
+$(STANDIN_942): tests/hip_standin/other_target.hip | $(HSACO)
+	@mkdir -p $(STANDIN_DIR)
+	RAWINDEXER_FORCE_ZIGLANG=1 $(PYTHON) -c "import build; build.toolchain()"  # the lld shim in build/toolchain
+	PATH="$(CURDIR)/$(BUILD)/toolchain:$$PATH" $(PYTHON) -m ziglang clang -x hip --offload-arch=gfx942 \
+	  --offload-device-only --no-gpu-bundle-output -nogpulib -nogpuinc -O2 -o $@ $<

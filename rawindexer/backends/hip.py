@@ -46,6 +46,9 @@ class HipBackend(Backend):
         err, *values = result if isinstance(result, tuple) else (result,)
         if int(err) != int(self.hip.hipError_t.hipSuccess):
             msg = self.hip.hipGetErrorString(err)
+            if isinstance(msg, tuple):  # hip-python 7.2 returns (hipError_t, CStr), not a bare string
+                msg = msg[-1]
+            msg = str(msg)
             raise HipError(f"{what} failed: {msg!r} ({err!r})")
         if not values:
             return None
@@ -100,7 +103,11 @@ class HipBackend(Backend):
         self._check(self.hip.hipMemcpy(dst.ctypes.data, src_ptr, dst.nbytes, kind), "hipMemcpy(DeviceToHost)")
 
     def device_count(self) -> int:
-        return int(self._check(self.hip.hipGetDeviceCount(), "hipGetDeviceCount"))
+        result = self.hip.hipGetDeviceCount()
+        # The runtime answers "no device" with hipErrorNoDevice (count 0), not with success and 0.
+        if int(result[0]) == int(self.hip.hipError_t.hipErrorNoDevice):
+            return 0
+        return int(self._check(result, "hipGetDeviceCount"))
 
     def compute_units(self, device_id: int = 0) -> int:
         attr = self.hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount
