@@ -21,7 +21,7 @@ def test_shipped_code_object_decodes_like_the_listing():
     assert compare_with_listing(co, ASM.read_text()) == []
 
 
-@pytest.mark.parametrize("source", ["salu", "valu", "mem", "lds", "xlane"])
+@pytest.mark.parametrize("source", ["salu", "valu", "mem", "lds", "xlane", "pk16", "fp8cvt"])
 def test_micro_kernels_decode_like_the_listing(source):
     image, listing = compiled(source)
     co = CodeObject(image)
