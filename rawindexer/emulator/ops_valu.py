@@ -440,10 +440,10 @@ def _sdwa_reader(code: int, is_sgpr: int, sel: int, sext: int, neg: int, absm: i
 
 
 def _build_sdwa(inst: Instruction, ctx, name: str) -> Callable:
-    e = inst.fields["ext_word"]
-    sel0, sext0, neg0, abs0, s0 = (e >> 16) & 7, (e >> 19) & 1, (e >> 20) & 1, (e >> 21) & 1, (e >> 23) & 1
-    sel1, sext1, neg1, abs1, s1 = (e >> 24) & 7, (e >> 27) & 1, (e >> 28) & 1, (e >> 29) & 1, (e >> 31) & 1
-    src0 = e & 0xFF
+    e = inst.fields  # the SDWA dword, split by encodings.SDWA_FIELDS
+    sel0, sext0, neg0, abs0, s0 = e["src0_sel"], e["src0_sext"], e["src0_neg"], e["src0_abs"], e["src0_sgpr"]
+    sel1, sext1, neg1, abs1 = e["src1_sel"], e["src1_sext"], e["src1_neg"], e["src1_abs"]
+    src0 = e["sdwa_src0"]
     if name.startswith("v_cmp"):
         parts = name.split("_")
         cmpx, op, ty = parts[1] == "cmpx", parts[2], parts[3]
@@ -453,19 +453,19 @@ def _build_sdwa(inst: Instruction, ctx, name: str) -> Callable:
         f = (_FCMP if ty[0] == "f" else _ICMP)[op]
         r0 = _sdwa_reader(src0, s0, sel0, sext0, neg0, abs0, vt, inst)
         r1 = _sdwa_reader(inst.fields["vsrc1"], 0, sel1, sext1, neg1, abs1, vt, inst)
-        dst = swriter((e >> 8) & 0x7F if (e >> 15) & 1 else VCC, inst, 64)
+        dst = swriter(e["sdwa_sdst"] if e["sdwa_sd"] else VCC, inst, 64)
         return _compare_runner(f, r0, r1, dst, cmpx)
     spec = SIMPLE.get(name)
     if spec is None:
         raise DecodeError(f"unimplemented SDWA {inst}")
     tys, dty, f = spec
-    if (e >> 13) & 1 or (e >> 14) & 3:
+    if e["sdwa_clamp"] or e["sdwa_omod"]:
         raise DecodeError(f"SDWA clamp/omod not implemented: {inst}")
     rds = [_sdwa_reader(src0, s0, sel0, sext0, neg0, abs0, tys[0], inst)]
     if len(tys) > 1:
         rds.append(_sdwa_reader(inst.fields["vsrc1"], 0, sel1, sext1, neg1, abs1, tys[1], inst))
     d = inst.fields["vdst"]
-    dsel, unused = (e >> 8) & 7, (e >> 11) & 3
+    dsel, unused = e["dst_sel"], e["dst_unused"]
     shift, width = _SEL[dsel]
     if dty in (U64, F64):  # a VGPR-pair result (v_cvt_pk_f32_fp8_sdwa): dst_sel has no meaning there
         if width != 32:
@@ -986,10 +986,10 @@ def _build_dpp(inst: Instruction, ctx, name: str) -> Callable:
     """VOP1/VOP2 DPP: src0 is read from another lane of the VGPR named in the DPP dword. A lane whose
     source lane does not exist or is inactive reads 0 when BOUND_CTRL is set, otherwise is not written.
     ROW_MASK / BANK_MASK disable the write of whole rows (16 lanes) / banks (lanes 4k..4k+3 of each row)."""
-    e = inst.fields["ext_word"]
-    src0, ctrl, bound = e & 0xFF, (e >> 8) & 0x1FF, (e >> 19) & 1
-    neg0, abs0, neg1, abs1 = (e >> 20) & 1, (e >> 21) & 1, (e >> 22) & 1, (e >> 23) & 1
-    bank_mask, row_mask = (e >> 24) & 0xF, (e >> 28) & 0xF
+    e = inst.fields  # the DPP dword, split by encodings.DPP_FIELDS
+    src0, ctrl, bound = e["dpp_src0"], e["dpp_ctrl"], e["bound_ctrl"]
+    neg0, abs0, neg1, abs1 = e["dpp_src0_neg"], e["dpp_src0_abs"], e["dpp_src1_neg"], e["dpp_src1_abs"]
+    bank_mask, row_mask = e["bank_mask"], e["row_mask"]
     srcl = _dpp_source_lanes(ctrl)
     spec = SIMPLE.get(name)
     if srcl is None or spec is None or name.startswith("v_cmp"):
