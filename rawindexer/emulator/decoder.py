@@ -78,9 +78,17 @@ def _split(extractors: tuple[tuple, ...], words: tuple[int, ...]) -> dict:
 
 
 _ROWS = tuple(_Compiled(e) for e in ENCODINGS)
-# candidate rows per top-9-bit value of the first dword (every row pins at least its top bits)
-_BY_TOP9 = tuple(tuple(r for r in _ROWS if (top << 23) & r.mask >> 23 << 23 == r.value >> 23 << 23)
-                 for top in range(512))
+_TOP9 = 0x1FF << 23
+
+
+def _fits_top9(row: _Compiled, top9: int) -> bool:
+    """Whether a first dword whose bits 31:23 are ``top9`` can match ``row`` (its other bits decide)."""
+    pinned = row.mask & _TOP9
+    return (top9 << 23) & pinned == row.value & pinned
+
+
+# candidate rows (in table order) per value of bits 31:23, so a lookup tries one or a few rows
+_BY_TOP9 = tuple(tuple(r for r in _ROWS if _fits_top9(r, top9)) for top9 in range(512))
 
 
 def _row(w0: int) -> _Compiled | None:
