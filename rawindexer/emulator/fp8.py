@@ -47,7 +47,8 @@ def to_f32(byte: np.ndarray, fmt: Format) -> np.ndarray:
 
 def from_f32(x: np.ndarray, fmt: Format) -> np.ndarray:
     """uint32 codes (0..255) of float32 ``x`` rounded to nearest even, without saturation."""
-    x = np.asarray(x, np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # signalling NaNs quieten silently on the way to float64
+        x = np.asarray(x, np.float32).astype(np.float64)
     sign = np.where(np.signbit(x), np.uint32(0x80), np.uint32(0))
     a = np.abs(x)
     finite = np.isfinite(a)
