@@ -1117,7 +1117,7 @@ def _div_fixup(inst, ctx):
 # ---------------------------------------------------------------------------------------------------
 # fp8 / bf8 conversions (OCP e4m3fn / e5m2 on gfx950; numerics in fp8.py)
 # ---------------------------------------------------------------------------------------------------
-def _f8_decode_e64(inst, ctx):
+def _f8_decode(inst, ctx):
     """e32 and VOP3 forms of v_cvt_f32_fp8/bf8 and v_cvt_pk_f32_fp8/bf8: byte (word) 0 of the source.
 
     AMD's CDNA4 pseudocode selects the byte only through SDWA src0_sel (VOP3: byte 0 implied); newer
@@ -1166,7 +1166,7 @@ def _f8_encode_sr(inst, ctx):
 
 
 SPECIAL: dict[str, Callable] = {
-    **{name: _f8_decode_e64 for name in _F8_DECODES},
+    **{name: _f8_decode for name in _F8_DECODES},
     "v_cvt_pk_fp8_f32": _f8_encode_pk, "v_cvt_pk_bf8_f32": _f8_encode_pk,
     "v_cvt_sr_fp8_f32": _f8_encode_sr, "v_cvt_sr_bf8_f32": _f8_encode_sr,
     "v_div_scale_f32": _div_scale, "v_div_fmas_f32": _div_fmas, "v_div_fixup_f32": _div_fixup,
