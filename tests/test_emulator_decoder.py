@@ -21,7 +21,7 @@ def test_shipped_code_object_decodes_like_the_listing():
     assert compare_with_listing(co, ASM.read_text()) == []
 
 
-@pytest.mark.parametrize("source", ["salu", "valu", "mem", "lds", "xlane"])
+@pytest.mark.parametrize("source", ["salu", "valu", "mem", "lds", "xlane", "pk16", "fp8cvt"])
 def test_micro_kernels_decode_like_the_listing(source):
     image, listing = compiled(source)
     co = CodeObject(image)
@@ -41,6 +41,36 @@ def test_scaled_mfma_is_one_16_byte_instruction():
     # a plain MFMA after an unrelated VOP3P op is not swallowed
     plain = decode(b"".join(w.to_bytes(4, "little") for w in [0xD3AE0000, 0x04823110]), 0)
     assert [i.name for i in plain] == ["v_mfma_f32_32x32x64_f8f6f4"]
+
+
+def test_encoding_table_is_consistent():
+    """Every row's fields fit its dwords, every opcode value lands in exactly one listed range (first
+    match), and rows that share first-dword bits are ordered so the carved-out format comes first."""
+    from rawindexer.emulator.encodings import ENCODINGS, opcode_field
+    for enc in ENCODINGS:
+        for f in enc.fields:
+            assert f.word < enc.words and f.lo + f.width <= 32, (enc.name, f)
+        opf = opcode_field(enc)
+        covered = {op for r in enc.opcodes for op in range(r.first, r.last + 1)}
+        assert set(range(1 << opf.width)) <= covered, enc.name
+    for i, a in enumerate(ENCODINGS):
+        for b in ENCODINGS[i + 1:]:
+            # a later row whose pattern contains an earlier one's would never match
+            both = a.where[0] & b.where[0]
+            if a.where[1] & both == b.where[1] & both:
+                assert a.where[0] != b.where[0] and a.where[0] & ~b.where[0], (a.name, b.name)
+
+
+def test_sdwa_and_dpp_second_dwords_are_split_by_their_layouts():
+    # v_add_u32_sdwa v1, v8, v0 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_0 src1_sel:BYTE_0, sext on both
+    raw = b"".join(w.to_bytes(4, "little") for w in [0x680200F9, 0x080C0608])
+    f = decode_one(raw, 0, 0).fields
+    assert (f["sdwa_src0"], f["dst_sel"], f["src0_sel"], f["src0_sext"], f["src1_sel"]) == (8, 6, 4, 1, 0)
+    assert f["ext"] == "sdwa" and f["ext_word"] == 0x080C0608
+    # v_mov_b32_dpp v4, v3 row_ror... : dpp_ctrl in bits 16:8, row/bank masks on top
+    dpp = decode_one(b"".join(w.to_bytes(4, "little") for w in [0x7E0802FA, 0xAF014203]), 0, 0)
+    assert dpp.name == "v_mov_b32_dpp" and dpp.size == 8
+    assert (dpp.fields["dpp_src0"], dpp.fields["dpp_ctrl"], dpp.fields["row_mask"]) == (3, 0x142, 0xA)
 
 
 def test_unknown_word_decodes_to_unknown():

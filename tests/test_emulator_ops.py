@@ -317,3 +317,168 @@ def test_packed_int16_ops(rng):
                 np.maximum(sa, 0), np.maximum(sa[:, ::-1], sb), ua * ub]
     for k, e in enumerate(expected):
         assert np.array_equal(out[k * n:(k + 1) * n], pack(e)), k
+
+
+# ---------------------------------------------------------------------------------------------------
+# fp8 / bf8 conversions (tests/emulator_kernels/fp8cvt.hip) against ml_dtypes' OCP float8 casts
+# ---------------------------------------------------------------------------------------------------
+NAN_POISON = 0x7FA5A5A5  # a NaN no conversion produces: an output still holding it was never written
+
+
+def _f8_dtypes():
+    ml = pytest.importorskip("ml_dtypes")
+    return {"fp8": ml.float8_e4m3fn, "bf8": ml.float8_e5m2}
+
+
+def _f8_values(b: np.ndarray, dt) -> np.ndarray:
+    return (np.asarray(b) & 0xFF).astype(np.uint8).view(dt).astype(np.float32)
+
+
+def _assert_same_floats(got: np.ndarray, want: np.ndarray) -> None:
+    """Bit-equal where ``want`` is a number (signed zeros included); NaN where it is NaN."""
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan), np.flatnonzero(np.isnan(got) != nan)[:8]
+    assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
+def _bytes_in_every_position(rng) -> np.ndarray:
+    """256 words whose byte k runs through all 256 values (each position in its own random order)."""
+    cols = [rng.permutation(256).astype(np.uint32) for _ in range(4)]
+    return cols[0] | (cols[1] << 8) | (cols[2] << 16) | (cols[3] << 24)
+
+
+def _poisoned(n):
+    return np.full(n, NAN_POISON, np.uint32).view(np.float32)
+
+
+def test_cvt_f32_fp8_bf8_every_byte_every_byte_select(rng):
+    """v_cvt_f32_{fp8,bf8}: the e32 form (byte 0) and the SDWA src0_sel:BYTE_1..3 forms, all 256 values."""
+    dts = _f8_dtypes()
+    a = _bytes_in_every_position(rng)
+    n = a.size
+    out = _poisoned(8 * n)
+    stats = launch("fp8cvt", "cvt_f32_f8", (n // 64, 1, 1), (64, 1, 1), [a, out, n], writable=[out], readonly=[a])
+    got = out.reshape(8, n)
+    for kind, dt in enumerate(dts.values()):
+        for byte in range(4):
+            _assert_same_floats(got[4 * kind + byte], _f8_values(a >> (8 * byte), dt))
+    for name in ("v_cvt_f32_fp8_e32", "v_cvt_f32_fp8_sdwa", "v_cvt_f32_bf8_e32", "v_cvt_f32_bf8_sdwa"):
+        assert stats.per_opcode[name] > 0, name
+
+
+def test_cvt_pk_f32_fp8_bf8_both_words(rng):
+    """v_cvt_pk_f32_{fp8,bf8}: a byte pair to a VGPR pair; word 1 through SDWA src0_sel:WORD_1."""
+    dts = _f8_dtypes()
+    a = _bytes_in_every_position(rng)
+    n = a.size
+    out = _poisoned(8 * n)
+    stats = launch("fp8cvt", "cvt_pk_f32_f8", (n // 64, 1, 1), (64, 1, 1), [a, out, n], writable=[out],
+                   readonly=[a])
+    got = out.reshape(8, n)
+    for kind, dt in enumerate(dts.values()):
+        for word in range(2):
+            for half in range(2):
+                _assert_same_floats(got[4 * kind + 2 * word + half], _f8_values(a >> (16 * word + 8 * half), dt))
+    assert stats.per_opcode["v_cvt_pk_f32_fp8_sdwa"] > 0 and stats.per_opcode["v_cvt_pk_f32_bf8_e32"] > 0
+
+
+def test_cvt_f32_fp8_vop3_forms_with_output_modifiers(rng):
+    """The e64 forms: mul:2 and clamp apply to the decoded value; the packed e64 form reads word 0."""
+    dts = _f8_dtypes()
+    a = _bytes_in_every_position(rng)
+    n = a.size
+    out = _poisoned(4 * n)
+    launch("fp8cvt", "cvt_f32_f8_e64", (n // 64, 1, 1), (64, 1, 1), [a, out, n], writable=[out], readonly=[a])
+    got = out.reshape(4, n)
+    fp8v, bf8v = _f8_values(a, dts["fp8"]), _f8_values(a, dts["bf8"])
+    _assert_same_floats(got[0], (fp8v * np.float32(2)).astype(np.float32))
+    clamped = np.where(np.isnan(bf8v), np.float32(0), np.clip(bf8v, np.float32(0), np.float32(1)))  # dx10 clamp
+    _assert_same_floats(got[1], clamped.astype(np.float32))
+    _assert_same_floats(got[2], fp8v)
+    _assert_same_floats(got[3], _f8_values(a >> 8, dts["fp8"]))
+
+
+def _f32_to_f8_cases(rng, dt) -> np.ndarray:
+    """Random magnitudes over the whole range, every f8 value, every midpoint between neighbours (ties),
+    values just off the midpoints, the overflow edge, infinities, NaN, zeros, f32 denormals."""
+    vals = _f8_values(np.arange(256), dt).astype(np.float64)
+    pos = np.unique(vals[np.isfinite(vals) & (vals >= 0)])
+    mids = (pos[:-1] + pos[1:]) / 2
+    top = pos[-1]
+    ulp = pos[-1] - pos[-2]
+    edge = [top + ulp / 2, top + ulp / 2 + ulp / 64, top + ulp / 2 - ulp / 64, 2 * top, 3.0e38]
+    special = [0.0, np.inf, np.nan, 1e-45, 1e-39, pos[1] / 2, pos[1] / 2 * 1.01, pos[1] / 4]
+    rand = rng.standard_normal(1024) * 10.0 ** rng.uniform(-6, 6, 1024)
+    x = np.concatenate([pos, mids, mids * (1 + 2.0 ** -10), mids * (1 - 2.0 ** -10), edge, special]).astype(np.float32)
+    x = np.concatenate([x, -x, rand.astype(np.float32)])
+    return np.resize(x, -(-x.size // 64) * 64)  # whole waves (np.resize repeats from the start)
+
+
+@pytest.mark.parametrize("kind", ["fp8", "bf8"])
+def test_cvt_pk_fp8_bf8_f32_rounding_overflow_word_select(rng, kind):
+    """v_cvt_pk_{fp8,bf8}_f32: round to nearest even (ties included), no saturation (fp8 overflow -> NaN,
+    bf8 overflow -> inf), op_sel[3] picks the word written, the other word of the destination is kept."""
+    dt = _f8_dtypes()[kind]
+    x = _f32_to_f8_cases(rng, dt)
+    y = rng.permutation(x)
+    n = x.size
+    old = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    out = np.full(4 * n, NAN_POISON, np.uint32)
+    launch("fp8cvt", "cvt_pk_f8_f32", (n // 64, 1, 1), (64, 1, 1), [x, y, old, out, n], writable=[out],
+           readonly=[x, y, old])
+    got = out.reshape(4, n)[0 if kind == "fp8" else 2: (0 if kind == "fp8" else 2) + 2]
+
+    def code(v):
+        return v.astype(dt).view(np.uint8).astype(np.uint32)
+    pair = code(x) | (code(y) << 8)
+    for word, want in enumerate([(old & 0xFFFF0000) | pair, (old & 0xFFFF) | (pair << 16)]):
+        same = got[word] == want
+        # NaN codes may differ (any NaN of the format is a NaN); everything else must be bit-exact
+        g8 = [(got[word] >> (16 * word + 8 * k)) & 0xFF for k in range(2)]
+        nan_ok = np.isnan(_f8_values(g8[0], dt)) == np.isnan(_f8_values(code(x), dt))
+        nan_ok &= np.isnan(_f8_values(g8[1], dt)) == np.isnan(_f8_values(code(y), dt))
+        nan_either = np.isnan(_f8_values(code(x), dt)) | np.isnan(_f8_values(code(y), dt))
+        assert np.all(same | (nan_either & nan_ok)), (word, x[~same][:4], y[~same][:4], got[word][~same][:4],
+                                                      want[~same][:4])
+    # the cases really cover ties, overflow and NaN
+    assert np.isnan(x).any() and np.isinf(x).any()
+    overflow = np.isnan(_f8_values(code(x), dt)) if kind == "fp8" else np.isinf(_f8_values(code(x), dt))
+    assert (overflow & np.isfinite(x)).any()
+
+
+def test_cvt_sr_fp8_raises_as_not_emulated():
+    from rawindexer.emulator import DecodeError
+    x = np.ones(64, np.float32)
+    r = np.zeros(64, np.uint32)
+    out = np.zeros(8 * 64, np.uint32)
+    with pytest.raises(DecodeError, match="stochastic rounding"):
+        launch("fp8cvt", "cvt_sr_f8_f32", (1, 1, 1), (64, 1, 1), [x, r, r, out, 64], writable=[out], readonly=[x, r])
+
+
+def test_cvt_f32_fp8_e64_op_sel_raises_instead_of_guessing():
+    from rawindexer.emulator import DecodeError
+    from rawindexer.emulator.decoder import decode_one
+    from rawindexer.emulator.ops_valu import build_valu
+    # v_cvt_f32_fp8_e64 v1, v3 with op_sel bit 0 set (VOP3 opcode 320 + 84)
+    raw = b"".join(w.to_bytes(4, "little") for w in [0xD1940801, 0x00000103])
+    inst = decode_one(raw, 0, 0)
+    assert inst.name == "v_cvt_f32_fp8_e64" and inst.fields["opsel"] == 1
+    with pytest.raises(DecodeError, match="op_sel"):
+        build_valu(inst, None)
+    plain = decode_one(b"".join(w.to_bytes(4, "little") for w in [0xD1940001, 0x00000103]), 0, 0)
+    assert callable(build_valu(plain, None))
+
+
+@pytest.mark.parametrize("kind", ["fp8", "bf8"])
+def test_f32_to_f8_model_matches_ml_dtypes_on_random_bits(rng, kind):
+    """The encoder behind v_cvt_pk_*_f32 on 200k random float32 bit patterns (every exponent, NaNs and
+    infinities included): same code as ml_dtypes' cast, or a NaN code of the same sign where it gives NaN."""
+    from rawindexer.emulator import fp8
+    dt = _f8_dtypes()[kind]
+    fmt = fp8.FP8 if kind == "fp8" else fp8.BF8
+    x = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    got = fp8.from_f32(x, fmt)
+    with np.errstate(invalid="ignore"):
+        want = x.astype(dt).view(np.uint8).astype(np.uint32)
+    nan_both = np.isnan(_f8_values(got, dt)) & np.isnan(_f8_values(want, dt)) & ((got ^ want) & 0x80 == 0)
+    assert np.all((got == want) | nan_both), (x[(got != want) & ~nan_both][:4])

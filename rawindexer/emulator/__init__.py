@@ -33,9 +33,10 @@ DPP on compares and on ops outside the plain VALU table, fp6/fp4 MFMA operands, 
 op_sel on 16-bit ops, ds_read_b96_tr_b6, image/export instructions. Triton-compiled kernels (fp8/bf16
 dots with LDS transpose loads, DPP reductions, IEEE division) run: tests/test_emulator_triton.py.
 
-Modules: decoder (words -> Instruction), opcodes (tables), state (wave registers), memory (spans,
-memcheck), operands (operand readers/writers), ops_salu / ops_valu / ops_vmem / ops_lds / ops_mfma
-(instruction semantics), numerics (exact float helpers), stats, launcher (scheduling), kernargs, bench.
+Modules: encodings (format layouts as data), decoder (words -> Instruction, reading encodings),
+opcodes (tables), state (wave registers), memory (spans, memcheck), operands (operand readers/writers),
+ops_salu / ops_valu / ops_vmem / ops_lds / ops_mfma (instruction semantics), numerics (exact float
+helpers), stats, launcher (scheduling), kernargs, bench.
 """
 from .errors import (BarrierDeadlock, DecodeError, EmulatorError, ExecMaskError, InstructionLimit,
                      MemoryFault)

@@ -1,4 +1,5 @@
 """Opcode numbers -> mnemonics of the gfx950 (CDNA4, GFX9 family) encodings the emulator decodes.
+Which table an encoding's opcode field reads (and at which offset) is in :mod:`.encodings`.
 
 Written from AMD's CDNA4 ISA opcode lists (cross-checked in tests against the machine-readable tables
 of tinygrad 0.14.0 when that wheel is available). Only the formats the emulator decodes are listed;
@@ -138,9 +139,6 @@ v_cvt_pkrtz_f16_f32 v_cvt_pk_u16_u32 v_cvt_pk_i16_i32 v_cvt_pknorm_i16_f16 v_cvt
 v_add_i32 v_sub_i32 v_add_i16 v_sub_i16 v_pack_b32_f16 v_mul_legacy_f32 v_cvt_pk_fp8_f32 v_cvt_pk_bf8_f32
 v_cvt_sr_fp8_f32 v_cvt_sr_bf8_f32 v_cvt_sr_f16_f32 v_cvt_sr_bf16_f32 v_minimum3_f32 v_maximum3_f32
 """)
-
-# VOP3 opcodes of the VOP3B form (a scalar carry/condition destination in bits 14:8)
-VOP3B_OPS = {256 + 25, 256 + 26, 256 + 27, 256 + 28, 256 + 29, 256 + 30, 480, 481, 488, 489}
 
 VOP3P = _table("""
 0 v_pk_mad_i16 v_pk_mul_lo_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_lshlrev_b16 v_pk_lshrrev_b16 v_pk_ashrrev_i16
