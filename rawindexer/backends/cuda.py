@@ -51,22 +51,56 @@ class CudaError(RuntimeError):
     """A CUDA driver call returned something other than CUDA_SUCCESS."""
 
 
+def _handle(obj: Any) -> int:
+    """The address behind a driver handle (CUcontext and friends convert with int(); None is NULL)."""
+    if obj is None:
+        return 0
+    try:
+        return int(obj)
+    except TypeError:
+        return id(obj)  # a handle type without __int__ (fakes): identity is all we compare
+
+
+class _Previous:
+    """The context current before :meth:`CudaBackend.set_device` switched (possibly NULL: a fresh thread)."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+
+
 class CudaBackend(Backend):
-    """Backend for NVIDIA sm_90a through cuda.bindings.driver. ``device_id`` is the CUDA ordinal."""
+    """Backend for NVIDIA sm_90a through cuda.bindings.driver, on every device of the node.
+
+    Each device works in its primary context (the one PyTorch, CuPy and JAX use), retained on first use.
+    :meth:`set_device` makes a device's context current for one call and :meth:`restore_device` puts the
+    caller's back, like a framework's device guard. ``device_id`` is the default device of the methods that
+    take one (host copies, allocation without a device)."""
 
     name = "cuda"
     dlpack_device_type = 2  # kDLCUDA
     arch = "sm_90a"
+    kernarg_end_marker = CU_LAUNCH_PARAM_END
 
     def __init__(self, device_id: int = 0) -> None:
         self.driver = _driver()
         self.device_id = device_id
+        self._success = self.driver.CUresult.CUDA_SUCCESS
         self._check(self.driver.cuInit(0), "cuInit")
-        self.device = self._check(self.driver.cuDeviceGet(device_id), "cuDeviceGet")
-        self.context = self._check(self.driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
-        self._make_current()
+        self._devices: dict[int, Any] = {}    # ordinal -> CUdevice
+        self._contexts: dict[int, Any] = {}   # ordinal -> retained primary CUcontext
+        self._context_ids: dict[int, int] = {}  # ordinal -> int(handle), for the cheap "already current?" test
         self._modules: list[Any] = []  # keep loaded modules alive as long as the backend
         self._dyn_shared: dict[int, int] = {}  # function -> dynamic shared-memory limit already set
+
+    @property
+    def device(self) -> Any:
+        return self._device(self.device_id)
+
+    @property
+    def context(self) -> Any:
+        return self._context(self.device_id)
 
     # -- helpers ------------------------------------------------------------------------------------
     def _check(self, result: Any, what: str) -> Any:
@@ -87,16 +121,56 @@ class CudaBackend(Backend):
             return None
         return values[0] if len(values) == 1 else values
 
-    def _make_current(self) -> None:
-        self._check(self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+    def _device(self, device_id: int) -> Any:
+        dev = self._devices.get(device_id)
+        if dev is None:
+            count = int(self._check(self.driver.cuDeviceGetCount(), "cuDeviceGetCount"))
+            if not 0 <= device_id < count:
+                raise CudaError(f"device_id: expected 0..{count - 1} (CUDA devices visible), got {device_id}")
+            dev = self._devices[device_id] = self._check(self.driver.cuDeviceGet(device_id), "cuDeviceGet")
+        return dev
+
+    def _context(self, device_id: int) -> Any:
+        ctx = self._contexts.get(device_id)
+        if ctx is None:
+            ctx = self._check(self.driver.cuDevicePrimaryCtxRetain(self._device(device_id)),
+                              f"cuDevicePrimaryCtxRetain(device {device_id})")
+            self._contexts[device_id] = ctx
+            self._context_ids[device_id] = _handle(ctx)
+        return ctx
+
+    def _make_current(self, device_id: int | None = None) -> None:
+        self._check(self.driver.cuCtxSetCurrent(self._context(self.device_id if device_id is None else device_id)),
+                    "cuCtxSetCurrent")
 
     def _stream(self, stream: int) -> Any:
         return self.driver.CUstream(int(stream))
 
     # -- Backend ------------------------------------------------------------------------------------
-    def load_module(self, image: bytes) -> Any:
-        self._make_current()
-        module = self._check(self.driver.cuModuleLoadData(bytes(image)), "cuModuleLoadData")
+    def set_device(self, device_id: int) -> Any:
+        want = self._context_ids.get(device_id)
+        if want is None:
+            self._context(device_id)
+            want = self._context_ids[device_id]
+        result = self.driver.cuCtxGetCurrent()
+        if result[0] != self._success:
+            self._check(result, "cuCtxGetCurrent")
+        current = result[1]
+        if _handle(current) == want:
+            return None
+        self._check(self.driver.cuCtxSetCurrent(self._contexts[device_id]), f"cuCtxSetCurrent(device {device_id})")
+        return _Previous(current)
+
+    def restore_device(self, previous: Any) -> None:
+        self._check(self.driver.cuCtxSetCurrent(previous.context), "cuCtxSetCurrent(restore)")
+
+    def load_module(self, image: bytes, device_id: int | None = None) -> Any:
+        previous = self.set_device(self.device_id if device_id is None else device_id)
+        try:
+            module = self._check(self.driver.cuModuleLoadData(bytes(image)), "cuModuleLoadData")
+        finally:
+            if previous is not None:
+                self.restore_device(previous)
         self._modules.append(module)
         return module
 
@@ -113,15 +187,19 @@ class CudaBackend(Backend):
         buffers: Sequence[BufferSpan] = (),
         shared_mem: int = 0,
     ) -> None:
-        """Enqueue ``function`` with the packed ``kernargs`` (bytes laid out per the manifest)."""
+        """Enqueue ``function`` with the packed ``kernargs`` (bytes laid out per the manifest) on the current
+        context (the caller's, or one made current by :meth:`set_device`)."""
+        self.launch_packed(function, grid, block, PackedKernargs(kernargs, CU_LAUNCH_PARAM_END), stream, shared_mem)
+
+    def launch_packed(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      kernargs: PackedKernargs, stream: int = 0, shared_mem: int = 0,
+                      buffers: Sequence[BufferSpan] = ()) -> None:
         if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit; set it for any dynamic use
             self._allow_dynamic_shared(function, int(shared_mem))
-        extra = PackedKernargs(kernargs, CU_LAUNCH_PARAM_END)
-        self._check(
-            self.driver.cuLaunchKernel(function, *map(int, grid), *map(int, block), int(shared_mem),
-                                       self._stream(stream), 0, extra.address),
-            "cuLaunchKernel",
-        )
+        result = self.driver.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                            shared_mem, stream, 0, kernargs.address)
+        if (result[0] if isinstance(result, tuple) else result) != self._success:
+            self._check(result, "cuLaunchKernel")
 
     def _allow_dynamic_shared(self, function: Any, nbytes: int) -> None:
         """Raise the function's dynamic shared-memory limit (needed above 48 KB), once per function and size."""
@@ -149,9 +227,13 @@ class CudaBackend(Backend):
     def synchronize(self, stream: int = 0) -> None:
         self._check(self.driver.cuStreamSynchronize(self._stream(stream)), "cuStreamSynchronize")
 
-    def alloc(self, nbytes: int) -> DeviceAllocation:
-        self._make_current()
-        ptr = self._check(self.driver.cuMemAlloc(max(1, int(nbytes))), "cuMemAlloc")
+    def alloc(self, nbytes: int, device_id: int | None = None) -> DeviceAllocation:
+        previous = self.set_device(self.device_id if device_id is None else device_id)
+        try:
+            ptr = self._check(self.driver.cuMemAlloc(max(1, int(nbytes))), "cuMemAlloc")
+        finally:
+            if previous is not None:
+                self.restore_device(previous)
         return DeviceAllocation(ptr=int(ptr), nbytes=int(nbytes), backend=self)
 
     def free(self, allocation: DeviceAllocation) -> None:
@@ -182,7 +264,6 @@ class CudaBackend(Backend):
         return cuda_device_count(self.driver)
 
     def compute_units(self, device_id: int | None = None) -> int:
-        dev = self.device if device_id is None or device_id == self.device_id else \
-            self._check(self.driver.cuDeviceGet(device_id), "cuDeviceGet")
+        dev = self._device(self.device_id if device_id is None else device_id)
         attr = self.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
         return int(self._check(self.driver.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))
