@@ -426,7 +426,11 @@ class Indexer:
 
     def _launch(self, shape: _Shape, ptrs: tuple[int, ...], stream: int) -> _Prepared:
         a = ALIGNMENT_BITS
-        alignment = (ptrs[0] & a, ptrs[1] & a, ptrs[2] & a, ptrs[3] & a, ptrs[4] & a, ptrs[5] & a, ptrs[6] & a)
+        try:
+            alignment = (ptrs[0] & a, ptrs[1] & a, ptrs[2] & a, ptrs[3] & a, ptrs[4] & a, ptrs[5] & a, ptrs[6] & a)
+        except TypeError:
+            _raise_bad_pointer(ptrs)
+            raise
         prepared = shape.prepared.get(alignment) or self._prepared(shape, alignment)
         device = shape.device
         backend = device.backend
