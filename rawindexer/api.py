@@ -97,6 +97,8 @@ def _read_dlpack(obj: Any, name: str, dl_stream: Any) -> _Read:
 
 #: exact array type -> (framework name, fast reader or None); filled on first sight of a type
 _TYPES: dict[type, tuple[str, Callable | None]] = {}
+#: torch.Tensor once torch arrays have been seen (the all-torch call takes a shorter path)
+_TorchTensor: type | None = None
 
 
 def _classify(cls: type, obj: Any) -> tuple[str, Callable | None]:
@@ -110,6 +112,8 @@ def _classify(cls: type, obj: Any) -> tuple[str, Callable | None]:
             global _TORCH_GPU_TYPE
             _TORCH_GPU_TYPE = dlpack.DL_ROCM if getattr(torch.version, "hip", None) else dlpack.DL_CUDA
             reader = _read_torch if isinstance(obj, torch.Tensor) else None
+            global _TorchTensor
+            _TorchTensor = torch.Tensor
         elif framework == "cupy":
             import cupy
 
@@ -132,13 +136,20 @@ def _device_of(obj: Any, name: str) -> tuple[int, int]:
 # ---------------------------------------------------------------------------------------------------
 # Streams and outputs in the caller's framework
 # ---------------------------------------------------------------------------------------------------
-def _torch_stream(device_id: int) -> int:
-    import torch
+_torch_raw_stream: Callable[[int], int] | None = None
 
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch's own Triton launcher reads
-    if raw is not None:
-        return int(raw(device_id))
-    return int(torch.cuda.current_stream(device_id).cuda_stream)
+
+def _torch_stream(device_id: int) -> int:
+    """torch's current stream of ``device_id`` as a raw handle (what torch's own Triton launcher reads:
+    no Stream object is built), falling back to the public API."""
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
+        import torch
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else (
+            lambda d: int(torch.cuda.current_stream(d).cuda_stream))
+    return _torch_raw_stream(device_id)
 
 
 def _cupy_stream(device_id: int) -> int:
@@ -237,10 +248,13 @@ class _Prepared:
     """A launch ready to go but for its pointers: template, function, and a kernarg buffer reused by every
     call (under a lock from writing the pointers to the driver's copy of the buffer)."""
 
-    __slots__ = ("template", "function", "kernargs", "lock", "grid", "block", "shared_mem")
+    __slots__ = ("template", "function", "kernargs", "lock", "grid", "block", "shared_mem", "write", "offset")
 
     def __init__(self, template: LaunchTemplate, function: Any, kernargs: PackedKernargs) -> None:
         self.template = template
+        # write(buffer, offset, *seven pointers): one pack_into when the pointers are consecutive (the manifest's
+        # layout), else the template's general writer
+        self.write, self.offset = template.pointer_writer()
         self.function = function
         self.kernargs = kernargs
         self.lock = threading.Lock()
@@ -250,13 +264,14 @@ class _Prepared:
 class _Shape:
     """One validated call description: dims, problem, and its prepared launches by pointer alignment."""
 
-    __slots__ = ("dims", "problem", "device", "prepared")
+    __slots__ = ("dims", "problem", "device", "prepared", "torch_device")
 
     def __init__(self, dims: Dims, problem: Problem | None, device: _Device) -> None:
         self.dims = dims
         self.problem = problem  # None when M or N is 0: nothing to launch
         self.device = device
         self.prepared: dict[tuple[int, ...], _Prepared] = {}
+        self.torch_device: Any = None  # where an all-torch call allocates its output
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -363,6 +378,61 @@ class Indexer:
         """
         if clean_logits is not True and clean_logits is not False:
             clean_logits = as_bool("clean_logits", clean_logits)
+        T = _TorchTensor
+        if (T is not None and type(q_fp8) is T and type(k_fp8) is T and type(kv_scale) is T and type(weights) is T
+                and type(cu_seqlen_ks) is T and type(cu_seqlen_ke) is T and (out is None or type(out) is T)):
+            return self._call_torch(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out,
+                                    stream)
+        return self._call_any(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, stream)
+
+    def _call_torch(self, q: Any, k: Any, kv: Any, w: Any, ks: Any, ke: Any, clean: bool, out: Any,
+                    stream: int | None) -> Any:
+        """All arrays torch tensors: the key is read straight off the tensors (shape, strides, dtype, device),
+        no capsule, no per-array tuple building beyond the key itself."""
+        if out is not None and out.requires_grad:
+            raise ValidationError("out: expected a tensor that does not require grad (the kernel writes it in "
+                                  "place, outside autograd), got requires_grad=True")
+        # get_device() is -1 on the CPU and the ordinal on a GPU; which kind of GPU was settled when this key was
+        # first validated (a process does not mix CUDA tensors with another GPU kind's).
+        key = (q.shape, q.stride(), q.dtype, q.get_device(), k.shape, k.stride(), k.dtype, k.get_device(),
+               kv.shape, kv.stride(), kv.dtype, kv.get_device(), w.shape, w.stride(), w.dtype, w.get_device(),
+               ks.shape, ks.stride(), ks.dtype, ks.get_device(), ke.shape, ke.stride(), ke.dtype, ke.get_device(),
+               clean, None if out is None else (out.shape, out.stride(), out.dtype, out.get_device()))
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._torch_shape(key, (q, k, kv, w, ks, ke), out, clean)
+            if shape is None:  # a device this route does not describe: DLPack decides
+                return self._call_any(q, k, kv, w, ks, ke, clean, out, stream)
+        device = shape.device
+        gpu = device.backend.dlpack_device_type != dlpack.DL_CPU
+        if stream is None:
+            stream = _torch_stream(device.device_id) if gpu else 0
+        if not gpu:
+            self._check_host_scales(kv.data_ptr(), shape.dims.N)
+        if out is None:
+            import torch
+
+            out = torch.empty((shape.dims.M, shape.dims.N), dtype=torch.float32, device=shape.torch_device)
+        if shape.problem is not None:
+            self._launch(shape, (q.data_ptr(), k.data_ptr(), kv.data_ptr(), w.data_ptr(), ks.data_ptr(),
+                                 ke.data_ptr(), out.data_ptr()), stream)
+        return out
+
+    def _torch_shape(self, key: tuple, tensors: tuple, out: Any, clean: bool) -> _Shape | None:
+        reads = [_read_torch(t, name, None) for t, name in zip(tensors, _ARG_NAMES)]
+        out_read = None if out is None else _read_torch(out, "out", None)
+        if any(r is None for r in reads) or (out is not None and out_read is None):
+            return None
+        ops = [Operand(r[0], tuple(r[1][0]), tuple(r[1][1]), r[1][2], r[1][3], r[2]) for r in reads]
+        out_op = None if out_read is None else Operand(out_read[0], tuple(out_read[1][0]), tuple(out_read[1][1]),
+                                                        out_read[1][2], out_read[1][3], out_read[2])
+        shape = self._shape(key, ops, out_op, clean, self._device(ops[0].device))
+        shape.torch_device = tensors[0].device
+        return shape
+
+    def _call_any(self, q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
+                  clean_logits: bool, out: Any, stream: int | None) -> Any:
+        """Any mix of frameworks: torch / CuPy arrays through their attributes, anything else through DLPack."""
         arrays = (q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke)
         framework, reader = _TYPES.get(type(q_fp8)) or _classify(type(q_fp8), q_fp8)
         # The device comes from q_fp8 (its own attributes where we read them); every other array must match.
@@ -439,7 +509,7 @@ class Indexer:
         try:
             with prepared.lock:
                 try:
-                    prepared.template.write_pointers(prepared.kernargs.buffer, ptrs)
+                    prepared.write(prepared.kernargs.buffer, prepared.offset, *ptrs)
                 except Exception:
                     _raise_bad_pointer(ptrs)
                     raise

@@ -108,6 +108,15 @@ class LaunchTemplate:
         for packer, offset, lo, hi in self._writers:
             packer.pack_into(buffer, offset, *pointers[lo:hi])
 
+    def pointer_writer(self) -> tuple:
+        """(write, offset) with ``write(buffer, offset, *pointers)`` writing the seven pointers: a bound
+        ``Struct.pack_into`` when they occupy one run of consecutive slots (the manifest's layout), else a
+        general writer (``offset`` unused)."""
+        if len(self._writers) == 1:
+            packer, offset, _, _ = self._writers[0]
+            return packer.pack_into, offset
+        return (lambda buffer, _offset, *pointers: self.write_pointers(buffer, pointers)), 0
+
     def plan(self, pointers: tuple[int, ...]) -> LaunchPlan:
         """The full plan for these pointers (for callers that want to see what was launched)."""
         buf = bytearray(self.kernargs)
