@@ -196,8 +196,12 @@ class CudaBackend(Backend):
                       buffers: Sequence[BufferSpan] = ()) -> None:
         if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit; set it for any dynamic use
             self._allow_dynamic_shared(function, int(shared_mem))
-        result = self.driver.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                            shared_mem, stream, 0, kernargs.address)
+        try:
+            result = self.driver.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                                shared_mem, stream, 0, kernargs.address)
+        except TypeError:  # bindings that take only CUstream objects for the stream
+            result = self.driver.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                                shared_mem, self._stream(stream), 0, kernargs.address)
         if (result[0] if isinstance(result, tuple) else result) != self._success:
             self._check(result, "cuLaunchKernel")
 
