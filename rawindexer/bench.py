@@ -537,7 +537,8 @@ def dlpack_cost_table(reps: int = 2000, rounds: int = 7) -> str:
 
         arrays.append(("torch CPU", torch.zeros((1024, 64)), None))
         if torch.cuda.is_available():
-            arrays.append(("torch CUDA", torch.zeros((1024, 64), device="cuda"), torch.cuda.current_stream().cuda_stream))
+            arrays.append(("torch CUDA", torch.zeros((1024, 64), device="cuda"),
+                           torch.cuda.current_stream().cuda_stream or 1))  # DLPack: 1 = the legacy default stream
     except ImportError:
         pass
     try:
