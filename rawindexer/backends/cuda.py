@@ -7,6 +7,9 @@ context, the one PyTorch, CuPy and JAX use, so their pointers and streams are va
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import threading
 from typing import Any, Sequence
 
 from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs
@@ -55,10 +58,45 @@ def _handle(obj: Any) -> int:
     """The address behind a driver handle (CUcontext and friends convert with int(); None is NULL)."""
     if obj is None:
         return 0
+    get_ptr = getattr(obj, "getPtr", None)  # cuda-bindings handles: the address where the handle value is stored
+    if get_ptr is not None:
+        return ctypes.c_void_p.from_address(get_ptr()).value or 0
     try:
         return int(obj)
     except TypeError:
         return id(obj)  # a handle type without __int__ (fakes): identity is all we compare
+
+
+class _RawDriver:
+    """The three driver entry points of the per-call path called straight through ctypes on libcuda, the library
+    cuda-bindings itself loads: the same handles and contexts, without building the bindings' Python objects
+    per call (about 2-3 us of a launch on the H200's host). Everything else stays on cuda-bindings.
+    ``RAWINDEXER_CUDA_LAUNCH=bindings`` keeps the hot path on cuda-bindings too."""
+
+    def __init__(self) -> None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        self.launch = lib.cuLaunchKernel
+        self.launch.restype = ctypes.c_int
+        self.launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        self.get_current = lib.cuCtxGetCurrent
+        self.get_current.restype = ctypes.c_int
+        self.get_current.argtypes = [ctypes.c_void_p]
+        self.set_current = lib.cuCtxSetCurrent
+        self.set_current.restype = ctypes.c_int
+        self.set_current.argtypes = [ctypes.c_void_p]
+        self.current = ctypes.c_void_p()
+        self.current_address = ctypes.addressof(self.current)
+
+
+def _raw_driver(driver: Any) -> _RawDriver | None:
+    """ctypes access to libcuda when it loads and the bindings are the real ones (never with a fake driver)."""
+    if os.environ.get("RAWINDEXER_CUDA_LAUNCH", "") == "bindings" or not type(driver).__name__ == "module" \
+            or not getattr(driver, "__file__", None):
+        return None
+    try:
+        return _RawDriver()
+    except (OSError, AttributeError):
+        return None
 
 
 class _Previous:
@@ -93,6 +131,8 @@ class CudaBackend(Backend):
         self._context_ids: dict[int, int] = {}  # ordinal -> int(handle), for the cheap "already current?" test
         self._modules: list[Any] = []  # keep loaded modules alive as long as the backend
         self._dyn_shared: dict[int, int] = {}  # function -> dynamic shared-memory limit already set
+        self._raw = _raw_driver(self.driver)
+        self._raw_tls = threading.local()  # per-thread out-parameter for cuCtxGetCurrent
 
     @property
     def device(self) -> Any:
@@ -152,6 +192,21 @@ class CudaBackend(Backend):
         if want is None:
             self._context(device_id)
             want = self._context_ids[device_id]
+        raw = self._raw
+        if raw is not None:
+            slot = getattr(self._raw_tls, "slot", None)
+            if slot is None:
+                slot = self._raw_tls.slot = ctypes.c_void_p()
+            err = raw.get_current(ctypes.addressof(slot))
+            if err:
+                raise CudaError(f"cuCtxGetCurrent failed: {err}")
+            current = slot.value or 0
+            if current == want:
+                return None
+            err = raw.set_current(want)
+            if err:
+                raise CudaError(f"cuCtxSetCurrent(device {device_id}) failed: {err}")
+            return _Previous(current)
         result = self.driver.cuCtxGetCurrent()
         if result[0] != self._success:
             self._check(result, "cuCtxGetCurrent")
@@ -162,6 +217,11 @@ class CudaBackend(Backend):
         return _Previous(current)
 
     def restore_device(self, previous: Any) -> None:
+        if self._raw is not None and isinstance(previous.context, int):
+            err = self._raw.set_current(previous.context or None)
+            if err:
+                raise CudaError(f"cuCtxSetCurrent(restore) failed: {err}")
+            return
         self._check(self.driver.cuCtxSetCurrent(previous.context), "cuCtxSetCurrent(restore)")
 
     def load_module(self, image: bytes, device_id: int | None = None) -> Any:
@@ -196,6 +256,13 @@ class CudaBackend(Backend):
                       buffers: Sequence[BufferSpan] = ()) -> None:
         if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit; set it for any dynamic use
             self._allow_dynamic_shared(function, int(shared_mem))
+        raw = self._raw
+        if raw is not None:
+            err = raw.launch(_handle(function), grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                             stream or None, None, kernargs.address)
+            if err:
+                self._check((self.driver.CUresult(err),), "cuLaunchKernel")
+            return
         try:
             result = self.driver.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                                 shared_mem, stream, 0, kernargs.address)
