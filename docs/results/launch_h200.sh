@@ -22,11 +22,13 @@ step() { local name=$1; shift; echo "== $name: $*"; timeout "${LIMIT:-240}" "$@"
 step graph python3 tests/test_graph_gpu.py
 step interop python3 tests/test_cuda_gpu.py --interop
 step host python3 -m rawindexer.bench --host-only
+RAWINDEXER_CUDA_LAUNCH=bindings step host_bindings python3 -m rawindexer.bench --host-only
 step dlpack python3 -m rawindexer.bench --dlpack-cost
 if [ "$MODE" = full ]; then
   LIMIT=3000 step bench python3 -m rawindexer.bench --out "$OUT/bench"
   LIMIT=3000 step sweep python3 tests/test_cuda_gpu.py --full
 else
   step bench python3 -m rawindexer.bench --quick --reps 20
+  LIMIT=${SWEEP_LIMIT:-120} step sweep python3 tests/test_cuda_gpu.py --quick
 fi
 python3 tests/test_two_gpus.py 2>&1 | tail -3
