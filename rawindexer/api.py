@@ -307,6 +307,18 @@ class Indexer:
         self._shapes: dict[tuple, _Shape] = {}
         self._lock = threading.Lock()
 
+    def reset(self, backend: str | None = None) -> None:
+        """Forget what was resolved per device (loaded module, functions, compute units) and the call shapes
+        prepared on it, for backend ``backend`` ("hip", "cuda", "emulator") or all; the next call loads the
+        module again. For a host that reset or reconfigured a device under this object."""
+        with self._lock:
+            gone = [d for d, state in self._devices.items() if backend is None or state.backend.name == backend]
+            for d in gone:
+                del self._devices[d]
+            for key in [k for k, shape in self._shapes.items()
+                        if backend is None or shape.device.backend.name == backend]:
+                del self._shapes[key]
+
     # -- resolution (once per device / shape) ------------------------------------------------------------
     def _check_backend(self, backend: Backend) -> None:
         if self.tunables.variant is not None and backend.arch != "gfx950":
@@ -606,6 +618,17 @@ def _indexer_for(tunables: tuple) -> Indexer:
                                                num_warps=tunables[2], unroll2=tunables[3],
                                                reverse_rows=tunables[4], variant=tunables[5])
     return ind
+
+
+def reset_caches(backend: str | None = None) -> None:
+    """Forget the per-device state (modules, functions, compute units, prepared launches) that
+    :func:`fp8_mqa_logits` and :func:`launch` cached, for backend ``backend`` or all, and the ``launch``
+    Indexers bound to it (they hold the backend instance). Indexers the caller made are the caller's:
+    :meth:`Indexer.reset`. For hosts (and tests) that reset or reconfigure a device under rawindexer."""
+    for indexer in (_DEFAULT, *_BY_TUNABLES.values()):
+        indexer.reset(backend)
+    for key in [k for k, ind in _RAW.items() if backend is None or ind._backend.name == backend]:
+        _RAW.pop(key, None)
 
 
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,

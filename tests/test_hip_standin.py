@@ -43,15 +43,11 @@ def standin():
 
 @pytest.fixture
 def hipb(standin):
-    """The process-wide hip backend, with rawindexer's module cache emptied of hip entries around the test
+    """The process-wide hip backend, with rawindexer's cached hip modules and Indexers dropped around the test
     (a test that changes the device's target must see hipModuleLoadData called)."""
-    def forget():
-        for cache in (api._modules, api._functions):
-            for key in [k for k in cache if k[0] == "hip"]:
-                del cache[key]
-    forget()
+    api.reset_caches("hip")
     yield get_backend("hip")
-    forget()
+    api.reset_caches("hip")
     standin.configure()
 
 
@@ -296,6 +292,40 @@ def test_code_object_for_another_gfx_target(standin, hipb):
             rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=4, N=64, num_heads=32, head_dim=128, device="hip")
     with pytest.raises(HipError, match="hipModuleLoadData failed.*hipErrorInvalidImage"):
         hipb.load_module(b"\x7fELF not a code object" + bytes(64))
+
+
+def test_reset_caches_makes_the_next_call_load_the_module_again(rng, standin, hipb):
+    """A loaded module stays in use while the device changes under it (as a runtime keeps it); after
+    api.reset_caches("hip") the next launch loads it again and meets the new device's refusal. Resetting
+    another backend leaves hip's cache alone."""
+    M, N, H, D = 4, 40, 32, 64
+    ops = inputs(rng, M, N, H, D, "causal")
+    expected = emulator_result(ops, True)
+    bufs = {n: hipb.alloc(a.nbytes) for n, a in ops.items()}
+    out = hipb.alloc(4 * M * N)
+    try:
+        for n, a in ops.items():
+            hipb.copy_from_host(bufs[n].ptr, a)
+        ptrs = [bufs[n].ptr for n in OPERANDS]
+
+        def run():
+            hipb.copy_from_host(out.ptr, np.full((M, N), np.nan, np.float32))
+            rawindexer.launch(*ptrs, out.ptr, M=M, N=N, num_heads=H, head_dim=D, device="hip")
+            hipb.synchronize(0)
+            assert peek(out.ptr, (M, N)).tobytes() == expected.tobytes()
+        run()
+        with standin.configured(mach=runtime.MACH_GFX942):
+            run()  # the module loaded on the gfx950 device is still the one used
+            api.reset_caches("emulator")
+            run()
+            api.reset_caches("hip")
+            with pytest.raises(HipError, match="hipModuleLoadData failed.*hipErrorNoBinaryForGpu"):
+                rawindexer.launch(*ptrs, out.ptr, M=M, N=N, num_heads=H, head_dim=D, device="hip")
+        api.reset_caches()
+        run()
+    finally:
+        for b in (*bufs.values(), out):
+            b.free()
 
 
 def test_out_of_memory(rng, standin, hipb):
