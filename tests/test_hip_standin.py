@@ -182,6 +182,90 @@ def test_raw_pointer_launch_bitwise_equal_to_emulator(rng, standin, hipb, stream
     assert standin.live_allocations == live
 
 
+def graded(got, ops, clean):
+    ref = fp8_mqa_logits_ref(*ops.values(), clean, dtype=np.float64)
+    g = grade(got, ref, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], clean)
+    assert g.ok, g.message
+    return g
+
+
+# ---- the prepared object ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", ["hip", None])
+def test_indexer_on_rocm_arrays_bitwise_equal_to_emulator(rng, standin, hipb, streams, device):
+    """rawindexer.Indexer(H, D, device="hip" or None = follow the arrays' DLPack device 10) on the test
+    producer's ROCm arrays: three calls with fresh inputs of one shape reuse the prepared launch (the module is
+    loaded once), each queued on the caller's stream and bitwise the emulator backend's result."""
+    producer_stream, consumer_stream = streams
+    M, N, H, D = 11, 90, 64, 128
+    ind = rawindexer.Indexer(H, D, device=device)
+    for clean, mode in [(True, "multi_req"), (False, "misaligned"), (True, "causal")]:
+        ops = inputs(rng, M, N, H, D, mode)
+        expected = emulator_result(ops, clean)
+        arrays = producers(ops, producer_stream)
+        out = RocmArray(np.full((M, N), np.nan, np.float32), producer_stream)  # poisoned
+        ran = standin.launches_run
+        assert ind(*arrays.values(), clean_logits=clean, out=out, stream=consumer_stream) is out
+        assert standin.launches_run == ran, "the launch must be queued, not run inside the call"
+        check(hip.hipStreamSynchronize(consumer_stream), "hipStreamSynchronize")
+        assert standin.launches_run == ran + 1
+        got = peek(out.ptr, (M, N))
+        assert got.tobytes() == expected.tobytes(), f"{mode}, clean={clean}: not bitwise equal"
+        graded(got, ops, clean)
+        for a in (*arrays.values(), out):
+            a.free()
+    (state,) = ind._devices.values()
+    assert state.backend is hipb and state.device_id == 0 and state.compute_units == 256
+    assert len(ind._shapes) == 2  # clean_logits is part of the call description; the third call reused one
+
+
+def test_indexer_refuses_arrays_of_another_backend(rng, standin, hipb, streams):
+    ops = inputs(rng, 3, 20, 32, 64, "causal")
+    with pytest.raises(ValueError, match=r"arrays: expected arrays on a hip device .*got arrays on DLPack "
+                                         r"device \(1, 0\)"):
+        rawindexer.Indexer(32, 64, device="hip")(*ops.values())
+    arrays = producers(ops, streams[0])
+    try:
+        with pytest.raises(ValueError, match=r"expected arrays on a emulator device .*DLPack device \(10, 0\)"):
+            rawindexer.Indexer(32, 64, device="emulator")(*arrays.values())
+    finally:
+        for a in arrays.values():
+            a.free()
+
+
+def test_indexer_launch_pointers_bitwise_equal_to_emulator(rng, standin, hipb, streams):
+    """Indexer.launch_pointers (the serving loop's raw entry): padded output rows, both clean_logits, on a
+    stream; the template it returns describes the launch the stand-in ran."""
+    M, N, H, D = 13, 77, 32, 128
+    ind = rawindexer.Indexer(H, D, device="hip")
+    stream = streams[0]
+    for clean in (True, False):
+        ops = inputs(rng, M, N, H, D, "multi_req")
+        expected = emulator_result(ops, clean)
+        bufs = {n: hipb.alloc(a.nbytes) for n, a in ops.items()}
+        out = hipb.alloc(4 * M * (N + 5))
+        try:
+            for n, a in ops.items():
+                hipb.copy_from_host(bufs[n].ptr, a)
+            hipb.copy_from_host(out.ptr, np.full((M, N + 5), np.nan, np.float32))  # poisoned
+            ptrs = (*(bufs[n].ptr for n in OPERANDS), out.ptr)
+            template = ind.launch_pointers(ptrs, M, N, out_row_stride=N + 5, clean_logits=clean, stream=stream)
+            assert standin.pending(stream) == 1
+            hipb.synchronize(stream)
+            got = np.empty((M, N + 5), np.float32)
+            hipb.copy_to_host(got, out.ptr)
+            assert got[:, :N].tobytes() == expected.tobytes(), f"clean={clean}: {template.symbol}"
+            assert np.isnan(got[:, N:]).all(), "the kernel wrote into the row padding"
+            graded(got[:, :N], ops, clean)
+            plan = template.plan(ptrs)
+            assert plan.symbol.startswith(f"fp8_mqa_logits_h{H}_d{D}_") and plan.grid[0] >= 1
+        finally:
+            for b in (*bufs.values(), out):
+                b.free()
+    assert ind.launch_pointers((1,) * 7, 0, N) is None  # nothing to launch
+    with pytest.raises(ValueError, match="pointers: expected 7 device addresses, got 6"):
+        ind.launch_pointers((1,) * 6, M, N)
+
+
 # ---- stream ordering ---------------------------------------------------------------------------------
 def test_without_the_handshake_the_consumer_reads_unwritten_memory(rng, standin, hipb, streams):
     """Negative control: a producer that ignores the consumer's stream leaves its copies queued, so the
