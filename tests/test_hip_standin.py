@@ -24,6 +24,7 @@ import rawindexer
 import rawindexer.api as api
 from hip_standin import runtime
 from hip_standin.producer import RocmArray, check
+from rawindexer import dlpack
 from rawindexer.backends import get_backend
 from rawindexer.backends.hip import HipError
 from rawindexer.fp8 import random_e4m3fn
@@ -330,14 +331,69 @@ def test_order_after_makes_the_consumer_wait_for_the_launch(rng, standin, hipb, 
         b.free()
 
 
-@pytest.mark.xfail(strict=True, reason="api.py: with out=None, a ROCm result for a producer outside "
-                   "torch/CuPy/JAX is imported through numpy.from_dlpack, which refuses device type 10")
 def test_result_allocated_by_rawindexer_for_a_plain_rocm_producer(rng, standin, hipb, streams):
+    """out=None with a ROCm producer rawindexer cannot import into: the result is the device buffer rawindexer
+    allocated, as a DLPack exporter (device (10, 0)). A consumer importing it on another stream waits for the
+    launch (the handshake, through the real hip-python's events); the buffer lives until the result and every
+    view taken from it are dropped. Fresh stand-in memory holds 0xA5 bytes, so an unwritten element differs."""
+    import gc
+
     producer_stream, consumer_stream = streams
-    arrays = producers(inputs(rng, 4, 40, 32, 64, "causal"), producer_stream)
+    M, N, H, D = 6, 40, 32, 64
+    ops = inputs(rng, M, N, H, D, "multi_req")
+    expected = emulator_result(ops, True)
+    arrays = producers(ops, producer_stream)
+    live = standin.live_allocations
     try:
         result = rawindexer.fp8_mqa_logits(*arrays.values(), stream=consumer_stream)
         assert result.__dlpack_device__() == (10, 0)
+        assert standin.live_allocations == live + 1 and standin.pending(consumer_stream) >= 1
+        # A third party reads the result on the producer's stream: only that stream is synchronised, so the
+        # launch queued on consumer_stream runs because the export made producer_stream wait for it.
+        view = dlpack.from_dlpack(result, name="logits", stream=producer_stream)
+        assert (view.shape, view.dtype.name, view.device, view.ptr) == ((M, N), "float32", (10, 0), result.ptr)
+        check(hip.hipStreamSynchronize(producer_stream), "hipStreamSynchronize")
+        assert standin.pending(consumer_stream) == 0
+        got = peek(view.ptr, (M, N))
+        assert got.tobytes() == expected.tobytes()
+        graded(got, ops, True)
+        del result
+        gc.collect()
+        assert standin.live_allocations == live + 1, "freed while a view of it was alive"
+        view.release()
+        del view
+        gc.collect()
+        assert standin.live_allocations == live, "the result's buffer was not freed"
+    finally:
+        for a in arrays.values():
+            a.free()
+
+
+def test_result_export_without_synchronisation_and_on_its_own_stream(rng, standin, hipb, streams):
+    """The result's exports: stream=-1 (the consumer asked for no synchronisation) and the launch's own stream
+    queue nothing; a capsule taken from it keeps the buffer alive after the result is gone."""
+    import gc
+
+    producer_stream, consumer_stream = streams
+    arrays = producers(inputs(rng, 3, 24, 32, 64, "causal"), producer_stream)
+    live = standin.live_allocations
+    try:
+        result = rawindexer.fp8_mqa_logits(*arrays.values(), stream=consumer_stream)
+        before = (standin.pending(producer_stream), standin.pending(consumer_stream))
+        dlpack.from_dlpack(result, stream=-1).release()
+        dlpack.from_dlpack(result, stream=consumer_stream).release()
+        assert (standin.pending(producer_stream), standin.pending(consumer_stream)) == before
+        dlpack.from_dlpack(result, stream=producer_stream).release()  # control: another stream does wait
+        assert standin.pending(producer_stream) == before[0] + 1
+        capsule = result.__dlpack__(stream=-1, max_version=(1, 0))
+        del result
+        gc.collect()
+        assert standin.live_allocations == live + 1
+        dlpack.from_dlpack(capsule).release()
+        del capsule
+        gc.collect()
+        assert standin.live_allocations == live
+        check(hip.hipStreamSynchronize(consumer_stream), "hipStreamSynchronize")
     finally:
         for a in arrays.values():
             a.free()
