@@ -422,6 +422,61 @@ def test_no_device(standin, hipb, rng):
         assert run.pick_device(None) != "hip"
 
 
+NO_ROCM_SCRIPT = r"""
+import ctypes, sys
+try:
+    ctypes.CDLL("libamdhip64.so")
+    print("ROCM-PRESENT")
+    sys.exit(0)
+except OSError:
+    pass
+import rawindexer
+from rawindexer.backends import get_backend
+from rawindexer.backends.hip import HipUnavailable
+hip = get_backend("hip")
+print("count", hip.device_count())
+for attempt in ("launch", "indexer"):
+    try:
+        if attempt == "launch":
+            rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=4, N=64, num_heads=32, head_dim=128, device="hip")
+        else:
+            rawindexer.Indexer(32, 128, device="hip").launch_pointers((1,) * 7, 4, 64)
+    except HipUnavailable as exc:
+        print(attempt, "HipUnavailable:", exc)
+sys.path.insert(0, sys.argv[1])
+import run
+print("run.py picks", run.pick_device(None))
+"""
+
+
+def test_no_rocm_runtime_at_all(standin):
+    """No libamdhip64.so anywhere (a fresh process without the stand-in): hip-python's bare
+    RuntimeError('failed to dlopen ...') becomes one HipUnavailable saying what to install, at the first
+    call that needs the runtime; device_count() answers 0 and run.py falls back to another device."""
+    done = subprocess.run([sys.executable, "-c", NO_ROCM_SCRIPT, str(ROOT)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    if "ROCM-PRESENT" in done.stdout:
+        pytest.skip("a ROCm runtime is installed on this machine")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "count 0"
+    for attempt in ("launch", "indexer"):
+        (line,) = [x for x in lines if x.startswith(f"{attempt} HipUnavailable:")]
+        assert "needs the ROCm HIP runtime" in line and "libamdhip64.so" in line and "rocm-hip-runtime" in line
+        assert "emulator" in line
+    assert lines[-1] in ("run.py picks emulator", "run.py picks cuda")
+
+
+def test_no_hip_python(monkeypatch):
+    from rawindexer.backends.hip import HipBackend, HipUnavailable
+
+    monkeypatch.setitem(sys.modules, "hip", None)  # `from hip import hip` raises ImportError
+    backend = HipBackend()
+    assert backend.device_count() == 0
+    with pytest.raises(HipUnavailable, match=r"needs hip-python for ROCm 7.x: pip install 'hip-python~=7.2'"):
+        backend.compute_units(0)
+
+
 def test_code_object_for_another_gfx_target(standin, hipb):
     with pytest.raises(HipError, match=r"hipModuleLoadData failed: 'no kernel image is available.*"
                                        r"hipErrorNoBinaryForGpu"):
