@@ -2,6 +2,10 @@
 a C libamdhip64.so that validates calls like the ROCm runtime, queues work on in-order streams run at
 synchronisation, and executes launches on the gfx950 emulator with memcheck.
 
+Covered: fp8_mqa_logits and the prepared Indexer on ROCm producer arrays, Indexer.launch_pointers and
+launch() with raw pointers, the out=None result as a DLPack exporter of the device buffer, run.py, and the
+errors a ROCm user meets (no device, no runtime at all, wrong target, out of memory, rejected launch, fault).
+
 What this proves: rawindexer's calls survive hip-python's real Cython layer (argument conversion,
 `extra` and its END=3 marker, stream/event handles, None vs 0, bytes images, return tuples, error
 enums); results are bitwise those of the emulator backend; the DLPack handshake for ROCm orders work
