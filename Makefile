@@ -41,3 +41,10 @@ endif
 
 $(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
 	$(PYTHON) build.py --out $(BUILD) --target sm_90a
+
+# ---- fp8_paged_mqa_logits (decode): its own code object, merged into the manifest after the prefill one --
+PAGED_HSACO := $(BUILD)/fp8_paged_mqa_logits.gfx950.hsaco
+all: $(PAGED_HSACO)
+
+$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO)
+	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits

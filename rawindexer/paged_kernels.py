@@ -1,0 +1,74 @@
+"""The one declaration of the fp8_paged_mqa_logits (decode) kernels: per target, its source, code object,
+kernel-argument layout and the instances built. build.py, the manifest, the dispatch and the tests import
+this module; nothing else names a paged symbol. (Shaped as an entry of the registry issue 13 asks for:
+op x target x design x instance.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+OP = "fp8_paged_mqa_logits"
+ROOT = Path(__file__).resolve().parents[1]
+
+HEADS = (32, 64, 128)
+HEAD_DIMS = (64, 128)
+BLOCK_SIZES = (1, 16, 64)
+MAX_NEXT_N = 4
+#: bytes of one token in the fused cache beyond its D key bytes: its float32 scale
+SCALE_BYTES = 4
+
+# Kernel flags (must match the enum in the kernel sources)
+FLAG_CLEAN_LOGITS = 1
+FLAG_CONTEXT_LENS_2D = 2
+
+#: Explicit kernel arguments in order, (name, bytes); the build checks the code object against it.
+KERNEL_ARGS: list[tuple[str, int]] = [
+    ("q", 8), ("kv_cache", 8), ("weights", 8), ("context_lens", 8), ("block_table", 8), ("out", 8),
+    ("out_row_stride", 8), ("next_n", 4), ("max_context_len", 4), ("max_blocks", 4), ("split_n", 4),
+    ("num_warps", 4), ("flags", 4),
+]
+
+
+@dataclass(frozen=True)
+class PagedInstance:
+    """One compiled kernel: a (heads, head_dim, block_size) instantiation of a target's design."""
+
+    heads: int
+    head_dim: int
+    block_size: int
+
+    @property
+    def symbol(self) -> str:
+        return f"{OP}_h{self.heads}_d{self.head_dim}_bs{self.block_size}"
+
+    @property
+    def params(self) -> dict:
+        return {"heads": self.heads, "head_dim": self.head_dim, "block_size": self.block_size}
+
+
+@dataclass(frozen=True)
+class PagedTarget:
+    """One target's kernel source and the instances built from it."""
+
+    arch: str
+    design: str
+    source: Path
+    code_object: str
+    instances: tuple[PagedInstance, ...]
+    #: the macro the source expands over the instance list
+    instance_macro: str = "PAGED_INSTANCES"
+
+
+ALL_INSTANCES = tuple(PagedInstance(h, d, bs) for h in HEADS for d in HEAD_DIMS for bs in BLOCK_SIZES)
+
+TARGETS: dict[str, PagedTarget] = {
+    "gfx950": PagedTarget(
+        arch="gfx950", design="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
+        code_object=f"{OP}.gfx950.hsaco", instances=ALL_INSTANCES),
+}
+
+
+def dynamic_lds_bytes(heads: int, head_dim: int, next_n: int) -> int:
+    """Shared memory one workgroup needs: Q rows padded to head_dim + 16 bytes, then float32 weights."""
+    return next_n * heads * (head_dim + 16) + next_n * heads * 4
