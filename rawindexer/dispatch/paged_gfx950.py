@@ -1,0 +1,112 @@
+"""Host side of kernels/fp8_paged_mqa_logits.hip on gfx950: instance choice, launch geometry, kernargs.
+
+The heuristic reads only host-known numbers (B, next_n, max_context_len, the CU count): never
+context_lens or the block table, which live on the device, so a call needs no synchronisation and can
+be captured in a graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paged_kernels as pk
+from .base import BUILD_DIR, KernelNotBuiltError, LaunchPlan, _load_manifest, pack_kernargs
+
+WAVE = 64
+TILE_N = 32
+MAX_WARPS = 8
+MAX_SPLIT_N = 65535
+LDS_PER_CU = 160 * 1024   # gfx950
+WAVES_PER_CU_WANTED = 16  # 4 per SIMD
+
+
+@dataclass(frozen=True)
+class PagedProblem:
+    """Shapes of one call (see rawindexer.paged.fp8_paged_mqa_logits)."""
+
+    batch: int
+    next_n: int
+    heads: int
+    head_dim: int
+    block_size: int
+    max_context_len: int
+    max_blocks: int
+    out_row_stride: int
+    clean_logits: bool
+    context_lens_2d: bool
+
+
+@dataclass(frozen=True)
+class PagedPointers:
+    q: int
+    kv_cache: int
+    weights: int
+    context_lens: int
+    block_table: int
+    out: int
+
+
+class PagedGfx950Family:
+    arch = "gfx950"
+
+    def __init__(self, build_dir: Path = BUILD_DIR) -> None:
+        self.build_dir = build_dir
+
+    @property
+    def target(self) -> dict:
+        path = self.build_dir / "manifest.json"
+        if not path.exists():
+            raise KernelNotBuiltError(f"{path} not found: run `make` first")
+        target = _load_manifest(str(path), path.stat().st_mtime).get("ops", {}).get(pk.OP, {}).get(self.arch)
+        if target is None:
+            raise KernelNotBuiltError(f"{path} has no {pk.OP} {self.arch} kernels: run `make`")
+        return target
+
+    def code_object(self) -> bytes:
+        return (self.build_dir / self.target["code_object"]).read_bytes()
+
+    def entry(self, heads: int, head_dim: int, block_size: int) -> dict | None:
+        symbol = pk.PagedInstance(heads, head_dim, block_size).symbol
+        entry = self.target["kernels"].get(symbol)
+        return {**entry, "symbol": symbol} if entry else None
+
+    def is_supported(self, heads: int, head_dim: int, block_size: int) -> bool:
+        return self.entry(heads, head_dim, block_size) is not None
+
+    def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0) -> dict:
+        """num_warps: 4, or more when the workgroup's LDS (Q of next_n rows) would otherwise cap a CU below 16
+        waves. split_n: enough workgroups for two per CU, but at least two tiles per wave of a split at
+        the longest possible context (max_context_len)."""
+        lds = pk.dynamic_lds_bytes(p.heads, p.head_dim, p.next_n)
+        if not num_warps:
+            groups_per_cu = max(1, LDS_PER_CU // lds)
+            num_warps = min(MAX_WARPS, max(4, -(-WAVES_PER_CU_WANTED // groups_per_cu)))
+        if not split_n:
+            tiles = -(-p.max_context_len // TILE_N)
+            want = -(-2 * compute_units // max(p.batch, 1))
+            split_n = max(1, min(want, tiles // (2 * num_warps), MAX_SPLIT_N))
+        return {"num_warps": num_warps, "split_n": split_n, "lds": lds}
+
+    def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
+             num_warps: int = 0) -> LaunchPlan:
+        entry = self.entry(p.heads, p.head_dim, p.block_size)
+        if entry is None:
+            raise ValueError(f"(num_heads, head_dim, block_size): expected one of the built gfx950 instances "
+                             f"{sorted(tuple(e['params'].values()) for e in self.target['kernels'].values())}, "
+                             f"got ({p.heads}, {p.head_dim}, {p.block_size})")
+        if not 0 <= num_warps <= MAX_WARPS:
+            raise ValueError(f"num_warps: expected 0 (heuristic) or 1..{MAX_WARPS}, got {num_warps}")
+        if not 0 <= split_n <= MAX_SPLIT_N:
+            raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {split_n}")
+        cfg = self.choose(p, compute_units, split_n, num_warps)
+        flags = (pk.FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (pk.FLAG_CONTEXT_LENS_2D if p.context_lens_2d else 0)
+        values = {
+            "q": ptrs.q, "kv_cache": ptrs.kv_cache, "weights": ptrs.weights, "context_lens": ptrs.context_lens,
+            "block_table": ptrs.block_table, "out": ptrs.out, "out_row_stride": p.out_row_stride,
+            "next_n": p.next_n, "max_context_len": p.max_context_len, "max_blocks": p.max_blocks,
+            "split_n": cfg["split_n"], "num_warps": cfg["num_warps"], "flags": flags,
+        }
+        return LaunchPlan(symbol=entry["symbol"], grid=(p.batch, cfg["split_n"], 1),
+                          block=(WAVE * cfg["num_warps"], 1, 1),
+                          kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
+                          shared_mem=cfg["lds"], config=cfg)
