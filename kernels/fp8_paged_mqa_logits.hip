@@ -131,14 +131,20 @@ struct KTile {
   float scale;
 };
 
+// The physical block of this lane's token of a tile (tokens past the row union's end read the last valid
+// token's entry: no table entry past the context is read).
+template <int BS>
+DEVICE int tile_block(const int GLOBAL* table_row, int tile, int len_max, int i) {
+  const int token = __builtin_elementwise_min(tile * TILE_N + i, len_max - 1);
+  return table_row[(unsigned)token / BS];  // token >= 0 here; BS a power of two: a shift
+}
+
 template <int D, int BS>
-DEVICE KTile<D> load_k_tile(const u8 GLOBAL* kv_cache, const int GLOBAL* table_row, int tile, int len_max, int i,
-                            int g) {
+DEVICE KTile<D> load_k_tile(const u8 GLOBAL* kv_cache, int block, int tile, int len_max, int i, int g) {
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
   const int token = __builtin_elementwise_min(tile * TILE_N + i, len_max - 1);
-  const i64 block = table_row[token / BS];  // BS is a power of two: a shift
-  const int slot = token % BS;
-  const u8 GLOBAL* base = kv_cache + block * BLOCK_BYTES;
+  const int slot = (unsigned)token % BS;
+  const u8 GLOBAL* base = kv_cache + (i64)block * BLOCK_BYTES;
   KTile<D> t;
 #pragma unroll
   for (int s = 0; s < D / TILE_K; ++s) t.k[s] = load_k_operand(base + slot * D, s, g);
@@ -199,13 +205,22 @@ DEVICE void fp8_paged_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 
     workgroup_barrier();
 
     const int GLOBAL* table_row = block_table + (i64)b * max_blocks;
+    // Two-stage gather pipeline: while a tile's MFMAs run, the next tile's K and scales and the block-table
+    // entries of the tile after it are in flight. Loads are unconditional (tile indices clamped to the
+    // split's last tile, a cache hit) so the code is straight-line and every wait is exact.
+    const int last = tile_end - 1;
     int tile = tile_begin + warp;
     KTile<D> cur = {};
-    if (tile < tile_end) cur = load_k_tile<D, BS>(kv_cache, table_row, tile, len_max, i, g);
-    for (; tile < tile_end; tile += num_warps) {
-      // Register double buffer: the next tile's gather is in flight while this tile's MFMAs run.
-      KTile<D> next = cur;
-      if (tile + num_warps < tile_end) next = load_k_tile<D, BS>(kv_cache, table_row, tile + num_warps, len_max, i, g);
+    int next_block = 0;
+    if (tile <= last) {
+      cur = load_k_tile<D, BS>(kv_cache, tile_block<BS>(table_row, tile, len_max, i), tile, len_max, i, g);
+      next_block = tile_block<BS>(table_row, __builtin_elementwise_min(tile + num_warps, last), len_max, i);
+    }
+    for (; tile <= last; tile += num_warps) {
+      const int after_block =
+          tile_block<BS>(table_row, __builtin_elementwise_min(tile + 2 * num_warps, last), len_max, i);
+      const KTile<D> next =
+          load_k_tile<D, BS>(kv_cache, next_block, __builtin_elementwise_min(tile + num_warps, last), len_max, i, g);
       const int col = tile * TILE_N + i;
 #pragma unroll
       for (int p = 0; p < MAX_NEXT_N / 2; ++p) {
@@ -237,6 +252,7 @@ DEVICE void fp8_paged_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 
         }
       }
       cur = next;
+      next_block = after_block;
     }
   }
 
