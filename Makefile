@@ -48,3 +48,11 @@ all: $(PAGED_HSACO)
 
 $(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO)
 	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits
+
+PAGED_CUBIN := $(BUILD)/fp8_paged_mqa_logits.sm90a.cubin
+ifneq ($(NVCC),)
+all: $(PAGED_CUBIN)
+endif
+
+$(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
+	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits --target sm_90a

@@ -404,12 +404,12 @@ def build_paged_gfx950(out_dir: Path) -> Path:
     co = CodeObject(hsaco.read_bytes())
     kernels = {}
     for inst in spec.instances:
-        kernel = co.kernels[inst.symbol]
+        kernel = co.kernels[spec.symbol(inst)]
         meta, args = kernel.metadata, kernel.args
         if len(args) != len(pk.KERNEL_ARGS) or any(a[".size"] != n for a, (_, n) in zip(args, pk.KERNEL_ARGS)):
-            raise RuntimeError(f"{inst.symbol}: kernarg layout in the code object does not match paged_kernels.KERNEL_ARGS")
+            raise RuntimeError(f"{spec.symbol(inst)}: kernarg layout in the code object does not match paged_kernels.KERNEL_ARGS")
         vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
-        kernels[inst.symbol] = {
+        kernels[spec.symbol(inst)] = {
             "params": inst.params,
             "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(pk.KERNEL_ARGS, args)],
             "kernarg_size": meta[".kernarg_segment_size"],
@@ -428,9 +428,62 @@ def build_paged_gfx950(out_dir: Path) -> Path:
     return write_op_manifest(out_dir, pk.OP, ARCH, target)
 
 
+def build_paged_sm90(out_dir: Path) -> Path:
+    """The sm_90a twin into its own cubin (nvcc), resources from ptxas -v, kernarg layout from .nv.info."""
+    sys.path.insert(0, str(ROOT))
+    from rawindexer import paged_kernels as pk
+
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise RuntimeError("nvcc not found on PATH: the sm_90a target needs the CUDA toolkit (nvcc >= 12.4)")
+    spec = pk.TARGETS[SM90_ARCH]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cubin = out_dir / spec.code_object
+    report_name = Path(spec.code_object).stem + ".ptxas.txt"
+    table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
+    with tempfile.TemporaryDirectory(prefix="rawindexer-paged-sm90-") as tmp:
+        # nvcc splits -D values on commas, so the instance list travels in a one-line wrapper source.
+        wrapper = Path(tmp) / "paged_instances.cu"
+        wrapper.write_text(f"#define {spec.instance_macro}(X) {table}\n#include \"{spec.source}\"\n")
+        tmp_cubin = Path(tmp) / cubin.name
+        proc = subprocess.run([nvcc, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)], capture_output=True, text=True)
+        report = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc failed:\n{report}")
+        shutil.move(str(tmp_cubin), cubin)
+    (out_dir / report_name).write_text(report)
+    resources = parse_ptxas_report(report)
+    params = cubin_kernel_params(cubin.read_bytes())
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    kernels = {}
+    for inst in spec.instances:
+        symbol = spec.symbol(inst)
+        layout = params[symbol]
+        if len(layout["args"]) != len(pk.KERNEL_ARGS) or any(
+                size != want for (_, size), (_, want) in zip(layout["args"], pk.KERNEL_ARGS)):
+            raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS")
+        kernels[symbol] = {
+            "params": inst.params,
+            "args": [{"name": name, "offset": off, "size": size}
+                     for (name, _), (off, size) in zip(pk.KERNEL_ARGS, layout["args"])],
+            "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": pk.SM90_THREADS,
+            "warp_size": 32, "resources": resources[symbol],
+        }
+    target = {"code_object": cubin.name, "ptxas_report": report_name, "design": spec.design, "toolchain": version,
+              "flags": SM90_FLAGS, "kernels": kernels}
+    return write_op_manifest(out_dir, pk.OP, SM90_ARCH, target)
+
+
 def main_paged(out_dir: Path, target: str) -> None:
-    if target != ARCH:
-        raise SystemExit(f"--op fp8_paged_mqa_logits: target {target!r} is not built yet (gfx950 only)")
+    if target == SM90_ARCH:
+        path = build_paged_sm90(out_dir)
+        kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][SM90_ARCH]["kernels"]
+        print(f"built {len(kernels)} sm_90a fp8_paged_mqa_logits kernels -> {path.parent}")
+        for name, k in kernels.items():
+            r = k["resources"]
+            print(f"  {name:45s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
+                  f"stack={r['stack_frame']}")
+        return
     path = build_paged_gfx950(out_dir)
     kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][ARCH]["kernels"]
     print(f"built {len(kernels)} gfx950 fp8_paged_mqa_logits kernels -> {path.parent}")

@@ -39,10 +39,6 @@ class PagedInstance:
     block_size: int
 
     @property
-    def symbol(self) -> str:
-        return f"{OP}_h{self.heads}_d{self.head_dim}_bs{self.block_size}"
-
-    @property
     def params(self) -> dict:
         return {"heads": self.heads, "head_dim": self.head_dim, "block_size": self.block_size}
 
@@ -56,9 +52,21 @@ class PagedTarget:
     source: Path
     code_object: str
     instances: tuple[PagedInstance, ...]
+    #: kernel symbols are f"{symbol_prefix}_h{heads}_d{head_dim}_bs{block_size}"
+    symbol_prefix: str = OP
     #: the macro the source expands over the instance list
     instance_macro: str = "PAGED_INSTANCES"
+    #: bytes of shared memory per workgroup beyond Q and weights (sm_90a: the cp.async ring), by head_dim
+    ring_bytes: dict | None = None
 
+    def symbol(self, inst: PagedInstance) -> str:
+        return f"{self.symbol_prefix}_h{inst.heads}_d{inst.head_dim}_bs{inst.block_size}"
+
+
+#: sm_90a kernel constants (STAGES, TILE in kernels/fp8_paged_mqa_logits_sm90.cu)
+SM90_STAGES = 4
+SM90_TILE = 64
+SM90_THREADS = 128
 
 ALL_INSTANCES = tuple(PagedInstance(h, d, bs) for h in HEADS for d in HEAD_DIMS for bs in BLOCK_SIZES)
 
@@ -66,9 +74,18 @@ TARGETS: dict[str, PagedTarget] = {
     "gfx950": PagedTarget(
         arch="gfx950", design="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
         code_object=f"{OP}.gfx950.hsaco", instances=ALL_INSTANCES),
+    "sm_90a": PagedTarget(
+        arch="sm_90a", design="cp_async_ring_wgmma_ss", source=ROOT / "kernels" / "fp8_paged_mqa_logits_sm90.cu",
+        code_object=f"{OP}.sm90a.cubin", instances=ALL_INSTANCES, symbol_prefix=f"{OP}_sm90",
+        ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SCALE_BYTES) for d in HEAD_DIMS}),
 }
 
 
 def dynamic_lds_bytes(heads: int, head_dim: int, next_n: int) -> int:
-    """Shared memory one workgroup needs: Q rows padded to head_dim + 16 bytes, then float32 weights."""
+    """gfx950: LDS one workgroup needs: Q rows padded to head_dim + 16 bytes, then float32 weights."""
     return next_n * heads * (head_dim + 16) + next_n * heads * 4
+
+
+def sm90_shared_bytes(heads: int, head_dim: int, next_n: int) -> int:
+    """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (unpadded) and weights."""
+    return TARGETS["sm_90a"].ring_bytes[head_dim] + next_n * heads * head_dim + next_n * heads * 4

@@ -66,7 +66,7 @@ class PagedGfx950Family:
         return (self.build_dir / self.target["code_object"]).read_bytes()
 
     def entry(self, heads: int, head_dim: int, block_size: int) -> dict | None:
-        symbol = pk.PagedInstance(heads, head_dim, block_size).symbol
+        symbol = pk.TARGETS[self.arch].symbol(pk.PagedInstance(heads, head_dim, block_size))
         entry = self.target["kernels"].get(symbol)
         return {**entry, "symbol": symbol} if entry else None
 
