@@ -18,11 +18,12 @@ from . import paged_kernels as pk
 from .backends import Backend, BufferSpan, backend_for_device_type, get_backend
 from .dispatch.base import LaunchPlan
 from .dispatch.paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem
+from .dispatch.paged_sm90 import PagedSm90Family
 from .dlpack import TensorView
 from .validation import FP8_DTYPES, INT32_MAX, ValidationError
 
 #: target -> kernel family of the paged op (one entry per built target)
-PAGED_FAMILIES = {"gfx950": PagedGfx950Family}
+PAGED_FAMILIES = {"gfx950": PagedGfx950Family, "sm_90a": PagedSm90Family}
 _families: dict[str, Any] = {}
 _functions: dict[tuple, Any] = {}
 
@@ -152,6 +153,9 @@ def validate_paged(q: TensorView, kv_cache: TensorView, weights: TensorView, con
         _fail("block_table", f"shape {tuple(block_table.shape)}", f"[B={B}, max_blocks]")
     dtype("block_table", block_table, ("int32",))
     contiguous("block_table", block_table)
+    for name, t in (("q", q), ("kv_cache", kv_cache)):
+        if t.ptr % 16:  # both kernels read these with 16-byte loads
+            _fail(name, f"data address 0x{t.ptr:x}", "a 16-byte aligned address")
     rows = B * next_n
     if out is not None:
         if tuple(out.shape) != (rows, max_context_len):
@@ -194,7 +198,7 @@ def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any,
         split_n, num_warps: tunables (0 = host heuristic).
         stream: the stream to launch on; None = the caller framework's current stream.
     Returns logits [B * next_n, max_context_len] float32 in the caller's framework (``out`` when given).
-    CPU arrays run on the gfx950 emulator; ROCm arrays on the gfx950 kernel.
+    CPU arrays run on the gfx950 emulator, ROCm arrays on the gfx950 kernel, CUDA arrays on the sm_90a twin.
     """
     from .api import _allocate_out, _current_stream, _dlpack_stream
 

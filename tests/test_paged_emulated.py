@@ -142,6 +142,8 @@ def test_fused_cache_round_trip(rng):
     (lambda a: {**a, "q": a["q"][:, :1].copy()}, "weights"),  # next_n 1: weights no longer [B*1, H]
     (lambda a: {**a, "out": np.zeros((4, a["max_context_len"] - 1), np.float32)}, "out"),
     (lambda a: {**a, "max_context_len": -1}, "max_context_len"),
+    (lambda a: {**a, "kv_cache": np.frombuffer(bytearray(a["kv_cache"].nbytes + 16), np.uint8)[4:4 + a["kv_cache"].nbytes]
+                .reshape(a["kv_cache"].shape)}, "kv_cache"),
 ])
 def test_validation_names_the_argument(rng, change, name):
     case = make_case(rng, [10, 20], next_n=2, heads=32, head_dim=64, block_size=16)
@@ -171,3 +173,26 @@ def test_long_contexts(rng, block_size):
                      share_blocks=True)
     grade = run_and_grade(case, True, split_n=5)
     assert grade.ok, grade.message
+
+
+def test_sm90_plans_fit_the_sm(rng):
+    """Host side of the sm_90a twin (no GPU needed): every (H, D, next_n) fits one SM's shared memory, the
+    grid is (B, split) and split_n respects the minimum tiles per split. Skipped where nvcc did not build it."""
+    from rawindexer import paged_kernels as pk
+    from rawindexer.dispatch.base import KernelNotBuiltError
+    from rawindexer.dispatch.paged_gfx950 import PagedPointers, PagedProblem
+    from rawindexer.dispatch.paged_sm90 import MIN_TILES_PER_SPLIT, SHARED_PER_SM, PagedSm90Family
+
+    family = PagedSm90Family()
+    try:
+        family.target
+    except KernelNotBuiltError:
+        pytest.skip("sm_90a decode kernels not built (no nvcc)")
+    for heads, head_dim, next_n in itertools.product(pk.HEADS, pk.HEAD_DIMS, range(1, 5)):
+        batch, ctx = int(rng.integers(1, 300)), int(rng.integers(1, 200_000))
+        p = PagedProblem(batch, next_n, heads, head_dim, 64, ctx, -(-ctx // 64), ctx, True, False)
+        plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132)
+        assert plan.shared_mem == pk.sm90_shared_bytes(heads, head_dim, next_n) <= SHARED_PER_SM
+        assert plan.grid[0] == batch and plan.block == (128, 1, 1)
+        assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= MIN_TILES_PER_SPLIT
+        assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64"
