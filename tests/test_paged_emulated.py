@@ -196,3 +196,30 @@ def test_sm90_plans_fit_the_sm(rng):
         assert plan.grid[0] == batch and plan.block == (128, 1, 1)
         assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= MIN_TILES_PER_SPLIT
         assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64"
+
+
+@pytest.mark.parametrize("split_n,num_warps", [(1, 1), (3, 2), (2, 4)])
+def test_k_read_once_per_split(rng, split_n, num_warps):
+    """Emulated global-load bytes equal the design's model: per workgroup with work, Q and weights once;
+    per wave with n tiles, n + 1 K tiles (32 keys x D bytes + 32 scales, both lane halves) -- each tile of
+    the split once, plus the pipeline's clamped prefetch of the split's last tile, a cache hit on hardware
+    -- and n + 2 block-table reads (the entries one tile further ahead)."""
+    from rawindexer.backends import get_backend
+
+    heads, head_dim, next_n = 32, 128, 2
+    case = make_case(rng, [int(rng.integers(200, 400)), 0, 33, 129], next_n=next_n, heads=heads,
+                     head_dim=head_dim, block_size=16)
+    assert run_and_grade(case, True, split_n=split_n, num_warps=num_warps).ok
+    model = 0
+    for length in case.lengths().reshape(-1, next_n).max(axis=1):
+        tiles = -(-int(length) // 32)
+        for split in range(split_n):
+            begin, end = tiles * split // split_n, tiles * (split + 1) // split_n
+            if begin >= end:
+                continue
+            model += next_n * heads * (head_dim + 4)
+            for wave in range(num_warps):
+                n = len(range(begin + wave, end, num_warps))
+                if n:
+                    model += (n + 1) * (32 * head_dim + 64 * 4) + (n + 2) * 64 * 4
+    assert get_backend("emulator").last_stats.vmem_bytes_loaded == model
