@@ -66,9 +66,8 @@ def graph_time(torch, fn, reps: int = REPS) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def make_inputs(torch, B: int, context: int, next_n: int, heads: int, block_size: int):
-    """Random fp8 q and cache (no NaN codes), positive scales, shuffled physical blocks, every sequence at
-    ``context`` tokens."""
+def make_cache(torch, B: int, context: int, block_size: int):
+    """Random fp8 keys (no NaN codes), positive scales, shuffled physical blocks, ``context`` tokens each."""
     dev = "cuda"
     blocks_per_seq = -(-context // block_size)
     num_blocks = B * blocks_per_seq
@@ -81,12 +80,17 @@ def make_inputs(torch, B: int, context: int, next_n: int, heads: int, block_size
         scales = torch.rand((n, block_size), device=dev) * 0.02 + 0.001
         kv[i:i + n, block_size * HEAD_DIM:] = scales.view(torch.uint8)
     kv_cache = kv.view(num_blocks, block_size, 1, HEAD_DIM + 4)
+    block_table = torch.randperm(num_blocks, device=dev, dtype=torch.int32).view(B, blocks_per_seq)
+    return kv_cache, block_table
+
+
+def make_queries(torch, B: int, context: int, next_n: int, heads: int):
+    dev = "cuda"
     q = torch.randn((B, next_n, heads, HEAD_DIM), device=dev).to(torch.float8_e4m3fn)
     weights = torch.randn((B * next_n, heads), device=dev, dtype=torch.float32)
-    block_table = torch.randperm(num_blocks, device=dev, dtype=torch.int32).view(B, blocks_per_seq)
     lens_1d = torch.full((B,), context, dtype=torch.int32, device=dev)
     lens_2d = (lens_1d[:, None] - next_n + 1 + torch.arange(next_n, device=dev, dtype=torch.int32)[None, :]).contiguous()
-    return q, kv_cache, weights, lens_1d, lens_2d, block_table
+    return q, weights, lens_1d, lens_2d
 
 
 def deepgemm_call(torch, q, kv_cache, weights, lens_2d, block_table, context: int, block_size: int):
@@ -130,40 +134,47 @@ def run(quick: bool, block_size: int, log: Path | None) -> int:
              "| B | context | next_n | H | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
-    grid = [(b, c, n, h) for b in GRID_B for c in GRID_CONTEXT for n in GRID_NEXT_N for h in GRID_HEADS]
+    shapes = [(b, c) for b in GRID_B for c in GRID_CONTEXT]
     if quick:
-        grid = [(b, c, n, h) for (b, c, n, h) in grid if h == 64 and c != 131072 and b in (1, 64)]
+        shapes = [(b, c) for (b, c) in shapes if b in (1, 64) and c != 131072]
     dg_note_printed = False
-    for B, context, next_n, heads in grid:
-        q, kv_cache, weights, lens_1d, lens_2d, table = make_inputs(torch, B, context, next_n, heads, block_size)
-        out = torch.empty((B * next_n, context), dtype=torch.float32, device="cuda")
-        q_u8 = q.view(torch.uint8)
-        ours = lambda: rawindexer.fp8_paged_mqa_logits(q_u8, kv_cache, weights, lens_1d, table, context,  # noqa: E731
-                                                       clean_logits=False, out=out)
-        t_ours = graph_time(torch, ours)
+    for B, context in shapes:
+        kv_cache, table = make_cache(torch, B, context, block_size)
         cache_bytes = B * context * (HEAD_DIM + 4)
         note = "L2" if cache_bytes * 2 <= L2_BYTES else ""
-        dg, reason = deepgemm_call(torch, q, kv_cache, weights, lens_2d, table, context, block_size)
-        if dg is None:
-            t_dg, ratio, diff = float("nan"), float("nan"), float("nan")
-            if not dg_note_printed:
-                print(f"# alternative: {reason}", flush=True)
-                lines.append(f"# alternative: {reason}")
-                dg_note_printed = True
-        else:
-            t_dg = graph_time(torch, dg)
-            ref = dg()
-            ours()
-            torch.cuda.synchronize()
-            pos = torch.arange(context, device="cuda")[None, :]
-            valid = pos < lens_2d.reshape(-1, 1)
-            diff = calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref.float(), 0))
-            ratio = t_ours / t_dg
-        row = (f"| {B} | {context} | {next_n} | {heads} | {t_ours * 1e6:.1f} | {cache_bytes / t_ours / 1e9:.0f} | "
-               f"{100 * cache_bytes / t_ours / bw:.0f}% | {t_dg * 1e6:.1f} | {ratio:.2f} | {diff:.1e} | {note} |")
-        lines.append(row)
-        print(row, flush=True)
-        del q, kv_cache, weights, lens_1d, lens_2d, table, out
+        for next_n in GRID_NEXT_N:
+            for heads in GRID_HEADS:
+                if quick and heads != 64:
+                    continue
+                q, weights, lens_1d, lens_2d = make_queries(torch, B, context, next_n, heads)
+                out = torch.empty((B * next_n, context), dtype=torch.float32, device="cuda")
+                q_u8 = q.view(torch.uint8)
+                ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
+                    q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out)
+                t_ours = graph_time(torch, ours)
+                dg, reason = deepgemm_call(torch, q, kv_cache, weights, lens_2d, table, context, block_size)
+                if dg is None:
+                    t_dg, ratio, diff = float("nan"), float("nan"), float("nan")
+                    if not dg_note_printed:
+                        print(f"# alternative: {reason}", flush=True)
+                        lines.append(f"# alternative: {reason}")
+                        dg_note_printed = True
+                else:
+                    t_dg = graph_time(torch, dg)
+                    ref = dg()
+                    ours()
+                    torch.cuda.synchronize()
+                    valid = torch.arange(context, device="cuda")[None, :] < lens_2d.reshape(-1, 1)
+                    diff = calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref.float(), 0))
+                    ratio = t_ours / t_dg
+                    del ref
+                row = (f"| {B} | {context} | {next_n} | {heads} | {t_ours * 1e6:.1f} | "
+                       f"{cache_bytes / t_ours / 1e9:.0f} | {100 * cache_bytes / t_ours / bw:.0f}% | "
+                       f"{t_dg * 1e6:.1f} | {ratio:.2f} | {diff:.1e} | {note} |")
+                lines.append(row)
+                print(row, flush=True)
+                del q, weights, lens_1d, lens_2d, out
+        del kv_cache, table
         torch.cuda.empty_cache()
     if log:
         log.write_text("\n".join(lines) + "\n")
