@@ -223,3 +223,13 @@ def test_k_read_once_per_split(rng, split_n, num_warps):
                 if n:
                     model += (n + 1) * (32 * head_dim + 64 * 4) + (n + 2) * 64 * 4
     assert get_backend("emulator").last_stats.vmem_bytes_loaded == model
+
+
+def test_empty_batch_or_width_launches_nothing():
+    kv_cache = np.zeros((4, 16, 1, 68), np.uint8)
+    got = rawindexer.fp8_paged_mqa_logits(np.zeros((0, 2, 32, 64), np.uint8), kv_cache, np.zeros((0, 32), np.float32),
+                                          np.zeros(0, np.int32), np.zeros((0, 3), np.int32), 40)
+    assert got.shape == (0, 40)
+    got = rawindexer.fp8_paged_mqa_logits(np.zeros((2, 2, 32, 64), np.uint8), kv_cache, np.zeros((4, 32), np.float32),
+                                          np.full(2, 5, np.int32), np.zeros((2, 3), np.int32), 0)
+    assert got.shape == (4, 0)
