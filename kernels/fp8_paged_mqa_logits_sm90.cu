@@ -10,15 +10,19 @@
 //   [T*s/split_n, T*(s+1)/split_n) of T = ceil(max_j len(b, j) / 64). split_n comes from host numbers only,
 //   so a call is capturable; all next_n rows of b share the block, so each K byte is read once per split.
 // * K and scales stream through a STAGES-deep cp.async ring in dynamic shared memory, gathered through the
-//   block table: 16-byte copies (cp.async.cg, 4-byte ones at block size 1 whose 132-byte blocks are only
-//   4-byte aligned) land directly in the K-major core-matrix layout the tensor cores read, so a stage is
-//   the wgmma's A operand as it arrives. The table entries a stage needs are loaded one stage earlier, so
-//   no table latency is exposed. With STAGES = 4, up to 3 tiles (24 KB at D = 128) are in flight per block
-//   and several blocks share an SM: decode is bandwidth-bound, and this keeps the HBM queue full.
-// * Scores: wgmma.m64n{H}k32 e4m3 (SS form: A = the 64-token K tile, B = one query row's H heads of Q,
-//   staged once per block), one row at a time (next_n stays a run-time argument, the accumulator is H/2
-//   registers). Head reduce in fp32 on the CUDA cores (FMNMX + FFMA per accumulator, then a 4-lane
-//   butterfly): no bf16 step, so the per-logit error stays at fp32 rounding. kv-scale applied after the sum.
+//   block table: 16-byte copies (cp.async.cg; 4-byte ones at block size 1, whose 132-byte blocks are only
+//   4-byte aligned), eight consecutive threads per 128-byte key row (coalesced reads, conflict-free shared
+//   writes into rows padded to D + 16 bytes). The table entries a stage needs are loaded one stage
+//   earlier, so no table latency is exposed. With STAGES = 4, three 64-key tiles (27 KB at D = 128) are in
+//   flight per block and several blocks share an SM: decode is bandwidth-bound, this keeps HBM's queue full.
+// * Scores: wgmma.m64n{H}k32 e4m3 in the RS form of the prefill twin's "wg" path (measured there): A = the
+//   64-key tile from registers (each lane ld.shared's the D/4 contiguous bytes of its two keys; the k order
+//   is permuted, and Q, staged once per block, is stored in the same permuted core-matrix order), B = one
+//   query row's H heads of Q from a shared-memory descriptor. One row at a time, so next_n stays a run-time
+//   argument and the accumulator is H/2 registers. Keeping the ring out of the tensor cores' async proxy
+//   (cp.async writes, ld.shared reads) means no proxy fence per tile; Q gets one fence before the loop.
+//   Head reduce in fp32 on the CUDA cores (FMNMX + FFMA per accumulator, a 4-lane butterfly): no bf16
+//   step, so the per-logit error stays at fp32 rounding. kv-scale applied once per key after the sum.
 // * Output: 64-bit offsets, any row stride >= max_context_len, fused -inf fill of [max_j len, max_context_len)
 //   spread over every (split, warp); inside the tile range a column past the row's own length is -inf (or
 //   not written). Row lengths clamped to [0, min(max_context_len, max_blocks * BS)].
@@ -42,58 +46,65 @@ constexpr int TILE = 64;      // tokens per tile (the wgmma's M)
 constexpr int STAGES = 4;
 constexpr int MAX_NEXT_N = 4;
 
-// ---- wgmma, SS form (both operands from shared-memory descriptors), fp8 e4m3 in, f32 accumulate --------
-__device__ __forceinline__ void wgmma_ss_m64n32k32(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+// ---- wgmma, RS form (A from registers, B from a shared-memory descriptor), fp8 e4m3, f32 accumulate ----
+__device__ __forceinline__ void wgmma_rs_m64n32k32(float (&d)[16], const uint32_t (&a)[4], uint64_t desc_b, int accumulate) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-      "%16, %17, p, 1, 1;\n}\n"
+      "{%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
-__device__ __forceinline__ void wgmma_ss_m64n64k32(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+__device__ __forceinline__ void wgmma_rs_m64n64k32(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int accumulate) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "%32, %33, p, 1, 1;\n}\n"
+      "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
-__device__ __forceinline__ void wgmma_ss_m64n128k32(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int accumulate) {
+__device__ __forceinline__ void wgmma_rs_m64n128k32(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int accumulate) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1;\n}\n"
+      "{%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
 template <int N>
-__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int acc) {
-  if constexpr (N == 32) wgmma_ss_m64n32k32(d, desc_a, desc_b, acc);
-  else if constexpr (N == 64) wgmma_ss_m64n64k32(d, desc_a, desc_b, acc);
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, int acc) {
+  if constexpr (N == 32) wgmma_rs_m64n32k32(d, a, desc_b, acc);
+  else if constexpr (N == 64) wgmma_rs_m64n64k32(d, a, desc_b, acc);
   else {
     static_assert(N == 128, "wgmma N here: 32, 64 or 128 (the head count)");
-    wgmma_ss_m64n128k32(d, desc_a, desc_b, acc);
+    wgmma_rs_m64n128k32(d, a, desc_b, acc);
   }
 }
 
-// Matrix descriptor, no swizzle: start >> 4 in bits 0-13, LBO >> 4 in 16-29, SBO >> 4 in 32-45. K-major
-// core matrices of 8 rows x 16 bytes: chunk kc of row n at (n / 8) * SBO + kc * LBO + (n % 8) * 16, with
-// LBO = 128 (adjacent in K) and SBO = 8 * D (adjacent in M / N); k32 step s starts at kc = 2s (+256 s).
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// Matrix descriptor of B (Q), no swizzle: start >> 4 in bits 0-13, LBO >> 4 in 16-29, SBO >> 4 in 32-45.
+// K-major core matrices of 8 rows x 16 bytes: chunk kc of head n at (n / 8) * SBO + kc * LBO + (n % 8) * 16,
+// LBO = 128 (adjacent in K), SBO = 8 * D (adjacent in N); k32 step s starts at kc = 2s (+256 s).
+//
+// The A fragment (PTX ISA, wgmma RS with 8-bit types, as m16n8k32): lane (gid, tig) of warp w holds rows
+// (keys) 16w + gid and 16w + gid + 8; reg0/reg1 = k 4tig..+3 of those rows, reg2/reg3 = k 16+4tig..+3. Only
+// the pairing of A's and B's k slots matters, so lane tig of k-step s takes bytes [8s, 8s + 8) of ITS OWN
+// contiguous chunk [tig*D/4, (tig+1)*D/4) of each key (16-byte shared loads, no shuffles), and Q's depth
+// index tig*D/4 + 8s + 4hh + j is stored where wgmma expects logical k = 16hh + 4tig + j of step s.
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
   return (uint64_t)((addr >> 4) & 0x3FFF) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
          ((uint64_t)((sbo >> 4) & 0x3FFF) << 32);
 }
-template <int D>
-__device__ __forceinline__ uint32_t core_offset(int row, int kc) {
-  return (uint32_t)((row / 8) * (8 * D) + kc * 128 + (row % 8) * 16);
-}
+constexpr int K_PAD = 16;  // bytes added to each key row of the ring (conflict-free 16-byte reads/writes)
 
 template <int N>
 __device__ __forceinline__ void fence_regs(float (&a)[N]) {
@@ -113,8 +124,8 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// The tile's gather, split over the warpgroup: chunk c = i * THREADS + tid (16 bytes of K) is token c / (D/16),
-// chunk c % (D/16); so one warp-wide copy moves 32 / (D/16) whole key rows. Threads tid < 64 also copy the
+// The tile's gather, split over the warpgroup: chunk c = i * THREADS + tid (16 bytes of K) is key c / (D/16),
+// chunk c % (D/16); one warp-wide copy moves 32 / (D/16) whole key rows into rows of D + K_PAD bytes. Threads tid < 64 also copy the
 // scale of token tid. The block indices come from `blocks` (loaded one stage earlier by table_entries).
 template <int D>
 struct TileBlocks {
@@ -146,7 +157,7 @@ __device__ __forceinline__ void issue_tile(uint32_t k_dst, uint32_t s_dst, const
     const int c = i * THREADS + tid, row = c / CPR, kc = c % CPR;
     const int tok = min(tile * TILE + row, len_max - 1);
     const u8* src = kv_cache + (i64)tb.k[i] * BLOCK_BYTES + ((unsigned)tok % BS) * D + kc * 16;
-    const uint32_t dst = k_dst + core_offset<D>(row, kc);
+    const uint32_t dst = k_dst + row * (D + K_PAD) + kc * 16;
     if constexpr (BLOCK_BYTES % 16 == 0) {
       cp_async16(dst, src);
     } else {
@@ -170,7 +181,8 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
   constexpr int KS = D / 32;
   constexpr int NACC = H / 2;
   constexpr uint32_t LBO = 128, SBO = 8 * D;
-  constexpr int K_STAGE = TILE * D;       // bytes of K per stage
+  constexpr int NCH = D / 64;             // 16-byte chunks of a lane's D/4 bytes of one key
+  constexpr int K_STAGE = TILE * (D + K_PAD);  // bytes of K per stage
   constexpr int S_STAGE = TILE * 4;       // bytes of scales per stage
 
   extern __shared__ __align__(128) u8 smem[];
@@ -198,9 +210,9 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
   const i64 row0 = (i64)b * next_n;
 
   if (tile_begin < tile_end) {  // block-uniform
-    u8* k_s = smem;                                   // STAGES x K_STAGE, core-matrix layout
+    u8* k_s = smem;                                   // STAGES x K_STAGE, key rows padded to D + K_PAD
     float* s_s = (float*)(smem + STAGES * K_STAGE);   // STAGES x TILE scales
-    u8* q_s = smem + STAGES * (K_STAGE + S_STAGE);    // next_n x H x D, core-matrix layout per row
+    u8* q_s = smem + STAGES * (K_STAGE + S_STAGE);    // next_n x H x D, permuted core-matrix layout per row
     float* w_s = (float*)(q_s + next_n * H * D);      // next_n x H
     const uint32_t k_base = (uint32_t)__cvta_generic_to_shared(k_s);
     const uint32_t s_base = (uint32_t)__cvta_generic_to_shared(s_s);
@@ -223,11 +235,18 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
       table_entries<D, BS>(tb_next, table_row, tile_begin + STAGES - 1, len_max, tid);
 
     for (int c = tid; c < next_n * H * (D / 16); c += THREADS) {
-      const int n = c / (D / 16), kc = c % (D / 16);  // n = row * H + head
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(q + (row0 * H + n) * D + kc * 16));
-      *reinterpret_cast<uint4*>(q_s + (n / H) * H * D + core_offset<D>(n % H, kc)) = v;
+      const int n = c / (D / 16), d0 = 16 * (c % (D / 16));  // n = row * H + head
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(q + (row0 * H + n) * D + d0));
+      const int owner = d0 / (D / 4);     // the tig whose A chunk holds these depths
+      const int s0 = (d0 % (D / 4)) / 8;  // even: this 16-byte piece is k-steps s0 and s0 + 1
+      const int h = n % H;
+      u8* dst = q_s + (n / H) * H * D + (h / 8) * SBO + (h % 8) * 16 + 4 * owner;
+#pragma unroll
+      for (int w = 0; w < 4; ++w) *reinterpret_cast<uint32_t*>(dst + (2 * (s0 + w / 2) + (w % 2)) * LBO) = word(v, w);
     }
     for (int c = tid; c < next_n * H; c += THREADS) w_s[c] = weights[row0 * H + c];
+    // Q's generic-proxy stores are read by wgmma through the async proxy (the loop's barrier follows).
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 
     for (int tile = tile_begin, k = 0; tile < tile_end; ++tile, ++k) {
       // Refill the slot consumed last iteration with the tile STAGES - 1 ahead (empty group past the end).
@@ -239,14 +258,19 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
       }
       cp_async_commit();
       cp_async_wait<STAGES - 1>();
-      // cp.async and the Q stores are generic-proxy writes; wgmma reads through the async proxy.
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       __syncthreads();
 
       const int slot = k % STAGES;
-      const int tok0 = tile * TILE + 16 * warp + gid;  // this lane's tokens: tok0 and tok0 + 8
+      const int tok0 = tile * TILE + 16 * warp + gid;  // this lane's keys: tok0 and tok0 + 8
       const float sc0 = s_s[slot * TILE + 16 * warp + gid];
       const float sc1 = s_s[slot * TILE + 16 * warp + gid + 8];
+      uint4 kf[2][NCH];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int c = 0; c < NCH; ++c)
+          kf[hh][c] = *reinterpret_cast<const uint4*>(k_s + slot * K_STAGE + (16 * warp + 8 * hh + gid) * (D + K_PAD) +
+                                                      tig * (D / 4) + 16 * c);
       for (int r = 0; r < next_n; ++r) {
         float acc[NACC];
 #pragma unroll
@@ -254,9 +278,12 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
         fence_regs(acc);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int s = 0; s < KS; ++s)
-          wgmma_ss<H>(acc, smem_desc(k_base + slot * K_STAGE + 256 * s, LBO, SBO),
-                      smem_desc(q_base + r * H * D + 256 * s, LBO, SBO), s > 0);
+        for (int s = 0; s < KS; ++s) {
+          const int c = s / 2, s2 = s % 2;
+          const uint32_t a[4] = {word(kf[0][c], 2 * s2), word(kf[1][c], 2 * s2), word(kf[0][c], 2 * s2 + 1),
+                                 word(kf[1][c], 2 * s2 + 1)};
+          wgmma_rs<H>(acc, a, smem_desc(q_base + r * H * D + 256 * s, LBO, SBO), s > 0);
+        }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_regs(acc);

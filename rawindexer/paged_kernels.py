@@ -67,6 +67,7 @@ class PagedTarget:
 SM90_STAGES = 4
 SM90_TILE = 64
 SM90_THREADS = 128
+SM90_K_PAD = 16  # bytes of padding per key row of the ring
 
 ALL_INSTANCES = tuple(PagedInstance(h, d, bs) for h in HEADS for d in HEAD_DIMS for bs in BLOCK_SIZES)
 
@@ -77,7 +78,7 @@ TARGETS: dict[str, PagedTarget] = {
     "sm_90a": PagedTarget(
         arch="sm_90a", design="cp_async_ring_wgmma_ss", source=ROOT / "kernels" / "fp8_paged_mqa_logits_sm90.cu",
         code_object=f"{OP}.sm90a.cubin", instances=ALL_INSTANCES, symbol_prefix=f"{OP}_sm90",
-        ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SCALE_BYTES) for d in HEAD_DIMS}),
+        ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS}),
 }
 
 
