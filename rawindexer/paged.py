@@ -176,30 +176,31 @@ def validate_paged(q: TensorView, kv_cache: TensorView, weights: TensorView, con
     return problem, num_blocks
 
 
-def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
-                         max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
-                         num_warps: int = 0, stream: int | None = None) -> Any:
-    """Decode indexer logits over a paged fp8 key cache.
-
-        logits[b*next_n + j, t] = sum_h relu(<q[b,j,h], K_b[t]>) * scale_b[t] * weights[b*next_n + j, h]
-
-    Args (any objects with ``__dlpack__``):
-        q: [B, next_n, H, D] float8_e4m3fn (or uint8 codes), contiguous; next_n 1..4.
-        kv_cache: [num_blocks, block_size, 1, D + 4] uint8, the fused layout: per block, block_size * D
-            fp8 key bytes, then block_size float32 scales (>= 0). block_size 1, 16 or 64.
-        weights: [B * next_n, H] float32.
-        context_lens: int32 [B] (row j of b has length context_lens[b] - next_n + j + 1) or [B, next_n]
-            (row length context_lens[b, j]).
-        block_table: [B, max_blocks] int32: token t of sequence b is slot t % block_size of block
-            block_table[b, t // block_size] (contract in this module's docstring).
-        max_context_len: the output's width (a host int: no device read).
-        clean_logits: write -inf at columns past each row's length; when False they are not written.
-        out: optional [B * next_n, max_context_len] float32 destination, any row stride >= max_context_len.
-        split_n, num_warps: tunables (0 = host heuristic).
-        stream: the stream to launch on; None = the caller framework's current stream.
-    Returns logits [B * next_n, max_context_len] float32 in the caller's framework (``out`` when given).
-    CPU arrays run on the gfx950 emulator, ROCm arrays on the gfx950 kernel, CUDA arrays on the sm_90a twin.
+class PreparedPagedLogits:
+    """One validated, planned decode launch over fixed buffers: calling it re-launches the same kernel on
+    the same device addresses with no validation, DLPack import or planning (the serving loop's form,
+    where q, weights, context_lens, block_table and out are persistent buffers rewritten in place each
+    step). It keeps the arrays it was built from alive. Returns ``out``.
     """
+
+    def __init__(self, backend: Backend, device_id: int, plan: LaunchPlan | None, spans: list[BufferSpan],
+                 stream: int, keep: tuple, result: Any) -> None:
+        self.backend, self.device_id, self.plan, self.stream = backend, device_id, plan, stream
+        self._spans, self._keep, self._result = spans, keep, result
+        self._function = _function(backend, device_id, plan.symbol) if plan is not None else None
+
+    def __call__(self, stream: int | None = None) -> Any:
+        if self.plan is not None:
+            self.backend.launch(self._function, self.plan.grid, self.plan.block, self.plan.kernargs,
+                                stream=self.stream if stream is None else stream, buffers=self._spans,
+                                shared_mem=self.plan.shared_mem)
+        return self._result()
+
+
+def _prepare(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any, max_context_len: int,
+             clean_logits: bool, out: Any, split_n: int, num_warps: int, stream: int | None):
+    """Validate, allocate ``out`` when None, plan. -> (backend, device_id, problem, ptrs, num_blocks, stream,
+    result, views)."""
     from .api import _allocate_out, _current_stream, _dlpack_stream
 
     named = {"q": q, "kv_cache": kv_cache, "weights": weights, "context_lens": context_lens,
@@ -230,5 +231,59 @@ def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any,
                            max_context_len, problem.max_blocks, out_row_stride, bool(clean_logits),
                            problem.context_lens_2d)
     ptrs = PagedPointers(*(views[n].ptr for n in named), out_view.ptr)
-    _plan_and_launch(backend, device[1], problem, ptrs, num_blocks, stream, int(split_n), int(num_warps))
+    return backend, device[1], problem, ptrs, num_blocks, stream, result, (views, out_view, out)
+
+
+def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
+                         max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
+                         num_warps: int = 0, stream: int | None = None) -> Any:
+    """Decode indexer logits over a paged fp8 key cache.
+
+        logits[b*next_n + j, t] = sum_h relu(<q[b,j,h], K_b[t]>) * scale_b[t] * weights[b*next_n + j, h]
+
+    Args (any objects with ``__dlpack__``):
+        q: [B, next_n, H, D] float8_e4m3fn (or uint8 codes), contiguous; next_n 1..4.
+        kv_cache: [num_blocks, block_size, 1, D + 4] uint8, the fused layout: per block, block_size * D
+            fp8 key bytes, then block_size float32 scales (>= 0). block_size 1, 16 or 64.
+        weights: [B * next_n, H] float32.
+        context_lens: int32 [B] (row j of b has length context_lens[b] - next_n + j + 1) or [B, next_n]
+            (row length context_lens[b, j]).
+        block_table: [B, max_blocks] int32: token t of sequence b is slot t % block_size of block
+            block_table[b, t // block_size] (contract in this module's docstring).
+        max_context_len: the output's width (a host int: no device read).
+        clean_logits: write -inf at columns past each row's length; when False they are not written.
+        out: optional [B * next_n, max_context_len] float32 destination, any row stride >= max_context_len.
+        split_n, num_warps: tunables (0 = host heuristic).
+        stream: the stream to launch on; None = the caller framework's current stream.
+    Returns logits [B * next_n, max_context_len] float32 in the caller's framework (``out`` when given).
+    CPU arrays run on the gfx950 emulator, ROCm arrays on the gfx950 kernel, CUDA arrays on the sm_90a twin.
+    q and kv_cache must be 16-byte aligned.
+    """
+    backend, device_id, problem, ptrs, num_blocks, stream, result, _ = _prepare(
+        q, kv_cache, weights, context_lens, block_table, max_context_len, clean_logits, out, split_n, num_warps,
+        stream)
+    _plan_and_launch(backend, device_id, problem, ptrs, num_blocks, stream, int(split_n), int(num_warps))
     return result()
+
+
+def prepare_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
+                             max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
+                             num_warps: int = 0, stream: int | None = None) -> PreparedPagedLogits:
+    """Everything :func:`fp8_paged_mqa_logits` does except the launch, once: the returned object launches
+    on these buffers when called (their contents may change between calls, their addresses and shapes
+    may not)."""
+    backend, device_id, problem, ptrs, num_blocks, stream, result, keep = _prepare(
+        q, kv_cache, weights, context_lens, block_table, max_context_len, clean_logits, out, split_n, num_warps,
+        stream)
+    family = _family(backend.arch)
+    if not family.is_supported(problem.heads, problem.head_dim, problem.block_size):
+        raise ValidationError(f"(num_heads, head_dim, block_size): expected a shape with a built {backend.arch} "
+                              f"decode kernel, got ({problem.heads}, {problem.head_dim}, {problem.block_size})")
+    plan = None
+    if problem.batch and problem.max_context_len:
+        plan = family.plan(problem, ptrs, backend.compute_units(device_id), split_n=int(split_n),
+                           num_warps=int(num_warps))
+        if hasattr(backend, "set_device"):
+            backend.set_device(device_id)
+    return PreparedPagedLogits(backend, device_id, plan, _spans(problem, ptrs, num_blocks), stream,
+                               (keep, q, kv_cache, weights, context_lens, block_table), result)

@@ -233,3 +233,21 @@ def test_empty_batch_or_width_launches_nothing():
     got = rawindexer.fp8_paged_mqa_logits(np.zeros((2, 2, 32, 64), np.uint8), kv_cache, np.zeros((4, 32), np.float32),
                                           np.full(2, 5, np.int32), np.zeros((2, 3), np.int32), 0)
     assert got.shape == (4, 0)
+
+
+def test_prepared_launch_reads_the_buffers_each_call(rng):
+    """prepare once, call many times: each call sees the buffers' current contents (new lengths, new q)."""
+    case = make_case(rng, [120, 40], next_n=2, heads=32, head_dim=64, block_size=16, two_d=True)
+    case.poison()
+    run = rawindexer.prepare_paged_mqa_logits(case.q, case.kv_cache, case.weights, case.context_lens,
+                                              case.block_table, case.max_context_len, clean_logits=True,
+                                              out=case.out)
+    for step in range(3):
+        case.context_lens[:] = np.minimum(case.context_lens + 7 * step, [[120], [40]])  # within each table
+        case.q[...] = make_case(rng, [1, 1], next_n=2, heads=32, head_dim=64, block_size=16).q
+        case.poison()
+        assert run() is case.out
+        ref, bound = fp8_paged_mqa_logits_ref(case.q, case.kv_cache, case.weights, case.context_lens,
+                                              case.block_table, case.max_context_len, True, with_bound=True)
+        grade = grade_paged(case.out, ref, bound, case.lengths(), True)
+        assert grade.ok, f"step {step}: {grade.message}"
