@@ -122,6 +122,32 @@ def calc_diff(torch, x, y) -> float:
     return float(1 - 2 * (x * y).sum() / den) if float(den) > 0 else 0.0
 
 
+def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str]:
+    """Wall time per call of back-to-back eager calls (B=8, context 4096, next_n 1, H 64): the public
+    function (DLPack import + validation + plan each call) and the prepared object (launch only)."""
+    B, context = 8, 4096
+    kv_cache, table = make_cache(torch, B, context, block_size)
+    q, weights, lens_1d, _ = make_queries(torch, B, context, 1, 64)
+    out = torch.empty((B, context), dtype=torch.float32, device="cuda")
+    q_u8 = q.view(torch.uint8)
+    args = (q_u8, kv_cache, weights, lens_1d, table, context)
+    prepared = rawindexer.prepare_paged_mqa_logits(*args, out=out)
+    result = []
+    for name, fn in (("fp8_paged_mqa_logits", lambda: rawindexer.fp8_paged_mqa_logits(*args, out=out)),
+                     ("prepare_paged_mqa_logits(...)()", prepared)):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        result.append(f"# host cost per eager call, {name}: {(time.perf_counter() - t0) / calls * 1e6:.1f} us "
+                      f"(B={B}, context {context}, {calls} calls back to back, includes the GPU time when it is longer)")
+        print(result[-1], flush=True)
+    return result
+
+
 def run(quick: bool, block_size: int, log: Path | None) -> int:
     import torch
 
@@ -176,6 +202,7 @@ def run(quick: bool, block_size: int, log: Path | None) -> int:
                 del q, weights, lens_1d, lens_2d, out
         del kv_cache, table
         torch.cuda.empty_cache()
+    lines += host_cost(torch, rawindexer, block_size)
     if log:
         log.write_text("\n".join(lines) + "\n")
     return 0
