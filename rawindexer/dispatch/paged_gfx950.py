@@ -46,6 +46,25 @@ class PagedPointers:
     out: int
 
 
+def best_split(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
+    """split_n for ``batch`` sequences of ``tiles`` tiles on a device with ``slots`` resident workgroups.
+
+    Workgroups run in waves of ``slots``; the last wave is partly empty, so the fraction of the machine
+    kept busy is T / (slots * ceil(T / slots)) for T = batch * split_n workgroups. Pick the split with the
+    highest fraction (the fewest splits on a tie), never cutting a sequence into splits of fewer than
+    ``min_tiles`` tiles. (B = 64 on 528 slots: 8 splits, 97% busy; ceil(528 / 64) = 9 would give 55%.)
+    """
+    batch = max(batch, 1)
+    most = max(1, min(tiles // max(min_tiles, 1), MAX_SPLIT_N, 4 * -(-slots // batch)))
+    best, best_busy = 1, 0.0
+    for split in range(1, most + 1):
+        total = batch * split
+        busy = total / (slots * -(-total // slots))
+        if busy > best_busy + 1e-9:
+            best, best_busy = split, busy
+    return best
+
+
 class PagedGfx950Family:
     arch = "gfx950"
 
@@ -75,16 +94,19 @@ class PagedGfx950Family:
 
     def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0) -> dict:
         """num_warps: 4, or more when the workgroup's LDS (Q of next_n rows) would otherwise cap a CU below 16
-        waves. split_n: enough workgroups for two per CU, but at least two tiles per wave of a split at
-        the longest possible context (max_context_len)."""
+        waves. split_n: :func:`best_split` over the device's resident workgroups (registers and LDS), at
+        least two tiles per wave of a split at the longest possible context (max_context_len)."""
         lds = pk.dynamic_lds_bytes(p.heads, p.head_dim, p.next_n)
         if not num_warps:
             groups_per_cu = max(1, LDS_PER_CU // lds)
             num_warps = min(MAX_WARPS, max(4, -(-WAVES_PER_CU_WANTED // groups_per_cu)))
         if not split_n:
+            # resident workgroups per CU: registers (waves/SIMD x 4 SIMDs) and LDS both limit them
+            entry = self.entry(p.heads, p.head_dim, p.block_size)
+            waves = 4 * (entry["resources"]["waves_per_simd"] if entry else 4)
+            per_cu = max(1, min(waves // num_warps, LDS_PER_CU // lds))
             tiles = -(-p.max_context_len // TILE_N)
-            want = -(-2 * compute_units // max(p.batch, 1))
-            split_n = max(1, min(want, tiles // (2 * num_warps), MAX_SPLIT_N))
+            split_n = best_split(p.batch, tiles, per_cu * compute_units, 2 * num_warps)
         return {"num_warps": num_warps, "split_n": split_n, "lds": lds}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from .. import paged_kernels as pk
 from .base import LaunchPlan, pack_kernargs
-from .paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem
+from .paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem, best_split
 
 MAX_SPLIT_N = 65535
 SHARED_PER_SM = 227 * 1024  # H100 / H200: usable shared memory per SM
+REGISTERS_PER_SM = 65536
 #: a split gets at least this many 64-token tiles (the ring's prologue and the Q staging amortised)
 MIN_TILES_PER_SPLIT = 4
 #: resident blocks per SM we aim for before splitting further (limited by shared memory)
@@ -23,16 +24,18 @@ class PagedSm90Family(PagedGfx950Family):
     arch = "sm_90a"
 
     def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0) -> dict:
-        """split_n: enough blocks to fill every SM with as many blocks as its shared memory holds (up to
-        MAX_BLOCKS_PER_SM), but never fewer than MIN_TILES_PER_SPLIT tiles per split at max_context_len."""
+        """split_n: :func:`best_split` over the resident blocks (shared memory, registers, at most
+        MAX_BLOCKS_PER_SM per SM), never fewer than MIN_TILES_PER_SPLIT tiles per split at max_context_len."""
         shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n)
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
         if not split_n:
-            per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared))
+            entry = self.entry(p.heads, p.head_dim, p.block_size)
+            regs = entry["resources"]["registers"] if entry else 128
+            by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * pk.SM90_THREADS)
+            per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
             tiles = -(-p.max_context_len // pk.SM90_TILE)
-            want = -(-per_sm * compute_units // max(p.batch, 1))
-            split_n = max(1, min(want, tiles // MIN_TILES_PER_SPLIT, MAX_SPLIT_N))
+            split_n = best_split(p.batch, tiles, per_sm * compute_units, MIN_TILES_PER_SPLIT)
         return {"num_warps": 4, "split_n": split_n, "lds": shared}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
