@@ -251,3 +251,16 @@ def test_prepared_launch_reads_the_buffers_each_call(rng):
                                               case.block_table, case.max_context_len, True, with_bound=True)
         grade = grade_paged(case.out, ref, bound, case.lengths(), True)
         assert grade.ok, f"step {step}: {grade.message}"
+
+
+def test_best_split_fills_the_last_wave(rng):
+    from rawindexer.dispatch.paged_gfx950 import best_split
+
+    assert best_split(64, 512, 528, 4) == 8  # 512 of 528 slots in one wave, not 9 splits = 1.09 waves
+    for _ in range(200):
+        batch, tiles, slots, min_tiles = (int(rng.integers(1, 1100)), int(rng.integers(1, 9000)),
+                                          int(rng.integers(16, 2000)), int(rng.integers(1, 9)))
+        split = best_split(batch, tiles, slots, min_tiles)
+        assert split == 1 or tiles // split >= min_tiles
+        busy = lambda s: batch * s / (slots * -(-(batch * s) // slots))  # noqa: E731
+        assert all(busy(split) >= busy(s) - 1e-9 for s in range(1, split + 1))
