@@ -256,7 +256,8 @@ def test_prepared_launch_reads_the_buffers_each_call(rng):
 def test_best_split_fills_the_last_wave(rng):
     from rawindexer.dispatch.paged_gfx950 import best_split
 
-    assert best_split(64, 512, 528, 4) == 8  # 512 of 528 slots in one wave, not 9 splits = 1.09 waves
+    assert best_split(64, 512, 528, 4) == 33  # 2112 = 4 full waves of 528 (9 splits: 1.09 waves, 55% busy)
+    assert best_split(64, 40, 528, 4) == 8    # at most 10 splits of >= 4 tiles: 512 of 528 slots
     for _ in range(200):
         batch, tiles, slots, min_tiles = (int(rng.integers(1, 1100)), int(rng.integers(1, 9000)),
                                           int(rng.integers(16, 2000)), int(rng.integers(1, 9)))
