@@ -52,7 +52,8 @@ def best_split(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
     Workgroups run in waves of ``slots``; the last wave is partly empty, so the fraction of the machine
     kept busy is T / (slots * ceil(T / slots)) for T = batch * split_n workgroups. Pick the split with the
     highest fraction (the fewest splits on a tie), never cutting a sequence into splits of fewer than
-    ``min_tiles`` tiles. (B = 64 on 528 slots: 8 splits, 97% busy; ceil(528 / 64) = 9 would give 55%.)
+    ``min_tiles`` tiles. (B = 64 on 528 slots, long contexts: 33 splits fill 4 waves exactly; ceil(528 / 64) = 9
+    splits would be 1.09 waves, 55% busy.)
     """
     batch = max(batch, 1)
     most = max(1, min(tiles // max(min_tiles, 1), MAX_SPLIT_N, 4 * -(-slots // batch)))
