@@ -38,7 +38,8 @@ SWEEP = [
         itertools.cycle(itertools.product(SHAPES, (1, 16, 64))),
         (1, 2, 3, 4, 1, 2, 3, 4, 2, 1, 4, 3), (False, True, False, True, True, False) * 2,
         (True, True, False, False, True, False) * 2)
-]
+] + [((64, 128), 64, 2, True, False), ((64, 128), 1, 1, False, True), ((128, 64), 16, 4, False, True),
+     ((128, 64), 64, 3, True, False)]
 
 
 @pytest.mark.parametrize("shape,block_size,next_n,two_d,clean", SWEEP)
