@@ -456,14 +456,14 @@ def build_paged_sm90(out_dir: Path) -> Path:
     params = cubin_kernel_params(cubin.read_bytes())
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     kernels = {}
-    for inst in spec.instances:
-        symbol = spec.symbol(inst)
+    for inst, variant in ((i, v) for i in spec.instances for v in spec.variants):
+        symbol = spec.symbol(inst, variant)
         layout = params[symbol]
         if len(layout["args"]) != len(pk.KERNEL_ARGS) or any(
                 size != want for (_, size), (_, want) in zip(layout["args"], pk.KERNEL_ARGS)):
             raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS")
         kernels[symbol] = {
-            "params": inst.params,
+            "params": {**inst.params, "variant": variant},
             "args": [{"name": name, "offset": off, "size": size}
                      for (name, _), (off, size) in zip(pk.KERNEL_ARGS, layout["args"])],
             "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": pk.SM90_THREADS,

@@ -15,7 +15,7 @@
 //   writes into rows padded to D + 16 bytes). The table entries a stage needs are loaded one stage
 //   earlier, so no table latency is exposed. With STAGES = 4, three 64-key tiles (27 KB at D = 128) are in
 //   flight per block and several blocks share an SM: decode is bandwidth-bound, this keeps HBM's queue full.
-// * Scores: wgmma.m64n{H}k32 e4m3 in the RS form of the prefill twin's "wg" path (measured there): A = the
+// * Scores: wgmma.m64n{H}k32 e4m3 (or k16 f16) in the RS form of the prefill twin's "wg" path: A = the
 //   64-key tile from registers (each lane ld.shared's the D/4 contiguous bytes of its two keys; the k order
 //   is permuted, and Q, staged once per block, is stored in the same permuted core-matrix order), B = one
 //   query row's H heads of Q from a shared-memory descriptor. One row at a time, so next_n stays a run-time
@@ -27,8 +27,15 @@
 //   spread over every (split, warp); inside the tile range a column past the row's own length is -inf (or
 //   not written). Row lengths clamped to [0, min(max_context_len, max_blocks * BS)].
 //
-// Template parameters: H (32, 64, 128), D (64, 128), BS (1, 16, 64). Symbols:
-// fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs{BS}; build.py takes the list from rawindexer/paged_kernels.py.
+// * Two designs of the score MMA (PREC, the symbol suffix). "f16" (the default): each key's fp8 bytes are
+//   converted to f16 in registers (cvt.rn.f16x2.e4m3x2: exact) and Q is staged as f16, so the wgmma's
+//   products are exact and its accumulation fp32-accurate -- the 1e-5 * T per-logit gate holds by design.
+//   "fp8": the e4m3 wgmma directly, twice the tensor rate, but Hopper accumulates fp8 products with fewer
+//   bits (DeepSeek-V3's report: ~14), so it is held to the anchors' calc_diff gate only. Decode is
+//   bandwidth-bound at small next_n * H, where the two should tie; the GPU sweep and bench say where not.
+//
+// Template parameters: H (32, 64, 128), D (64, 128), BS (1, 16, 64), PREC (8, 16). Symbols:
+// fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs{BS}_{fp8|f16}; build.py takes the list from rawindexer/paged_kernels.py.
 
 #include <stdint.h>
 
@@ -85,6 +92,53 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
     static_assert(N == 128, "wgmma N here: 32, 64 or 128 (the head count)");
     wgmma_rs_m64n128k32(d, a, desc_b, acc);
   }
+}
+
+__device__ __forceinline__ void wgmma_rs_f16_m64n32k16(float (&d)[16], const uint32_t (&a)[4], uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "{%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_rs_f16_m64n64k16(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_rs_f16_m64n128k16(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+
+template <int N>
+__device__ __forceinline__ void wgmma_rs_f16(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, int acc) {
+  if constexpr (N == 32) wgmma_rs_f16_m64n32k16(d, a, desc_b, acc);
+  else if constexpr (N == 64) wgmma_rs_f16_m64n64k16(d, a, desc_b, acc);
+  else {
+    static_assert(N == 128, "wgmma N here: 32, 64 or 128 (the head count)");
+    wgmma_rs_f16_m64n128k16(d, a, desc_b, acc);
+  }
+}
+
+// Two e4m3 values (low 16 bits of w: byte 0 -> low half) to f16x2: exact, every e4m3 value is an f16.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t w) {
+  uint32_t r;
+  asm("{\n.reg .b16 t;\ncvt.u16.u32 t, %1;\ncvt.rn.f16x2.e4m3x2 %0, t;\n}" : "=r"(r) : "r"(w));
+  return r;
 }
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
@@ -171,16 +225,18 @@ __device__ __forceinline__ void issue_tile(uint32_t k_dst, uint32_t s_dst, const
   }
 }
 
-template <int H, int D, int BS>
+template <int H, int D, int BS, int PREC>
 __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
     const u8* __restrict__ q, const u8* __restrict__ kv_cache, const float* __restrict__ weights,
     const int* __restrict__ context_lens, const int* __restrict__ block_table, float* __restrict__ out,
     i64 out_row_stride, int next_n, int max_context_len, int max_blocks, int split_n, int num_warps, int flags) {
   static_assert(H == 32 || H == 64 || H == 128, "H: 32, 64 or 128");
   static_assert(D == 64 || D == 128, "D: 64 or 128");
-  constexpr int KS = D / 32;
+  static_assert(PREC == 8 || PREC == 16, "PREC: 8 (fp8 wgmma) or 16 (f16 wgmma on the exactly converted values)");
+  constexpr int QB = PREC / 8;              // bytes per Q element in shared memory
+  constexpr int KS = D / (32 / QB);         // k-steps: k32 (fp8) or k16 (f16)
   constexpr int NACC = H / 2;
-  constexpr uint32_t LBO = 128, SBO = 8 * D;
+  constexpr uint32_t LBO = 128, SBO = 8 * D * QB;
   constexpr int NCH = D / 64;             // 16-byte chunks of a lane's D/4 bytes of one key
   constexpr int K_STAGE = TILE * (D + K_PAD);  // bytes of K per stage
   constexpr int S_STAGE = TILE * 4;       // bytes of scales per stage
@@ -213,7 +269,7 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
     u8* k_s = smem;                                   // STAGES x K_STAGE, key rows padded to D + K_PAD
     float* s_s = (float*)(smem + STAGES * K_STAGE);   // STAGES x TILE scales
     u8* q_s = smem + STAGES * (K_STAGE + S_STAGE);    // next_n x H x D, permuted core-matrix layout per row
-    float* w_s = (float*)(q_s + next_n * H * D);      // next_n x H
+    float* w_s = (float*)(q_s + next_n * H * D * QB); // next_n x H
     const uint32_t k_base = (uint32_t)__cvta_generic_to_shared(k_s);
     const uint32_t s_base = (uint32_t)__cvta_generic_to_shared(s_s);
     const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
@@ -238,11 +294,23 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
       const int n = c / (D / 16), d0 = 16 * (c % (D / 16));  // n = row * H + head
       const uint4 v = __ldg(reinterpret_cast<const uint4*>(q + (row0 * H + n) * D + d0));
       const int owner = d0 / (D / 4);     // the tig whose A chunk holds these depths
-      const int s0 = (d0 % (D / 4)) / 8;  // even: this 16-byte piece is k-steps s0 and s0 + 1
       const int h = n % H;
-      u8* dst = q_s + (n / H) * H * D + (h / 8) * SBO + (h % 8) * 16 + 4 * owner;
+      u8* dst = q_s + (n / H) * H * D * QB + (h / 8) * SBO + (h % 8) * 16 + 4 * owner;
+      if constexpr (PREC == 8) {
+        const int s0 = (d0 % (D / 4)) / 8;  // even: this 16-byte piece is k32-steps s0 and s0 + 1
 #pragma unroll
-      for (int w = 0; w < 4; ++w) *reinterpret_cast<uint32_t*>(dst + (2 * (s0 + w / 2) + (w % 2)) * LBO) = word(v, w);
+        for (int w = 0; w < 4; ++w) *reinterpret_cast<uint32_t*>(dst + (2 * (s0 + w / 2) + (w % 2)) * LBO) = word(v, w);
+      } else {
+        // f16: word w holds depths of k16-step s = (d0 % (D/4)) / 4 + w; its bytes 0-1 are logical k
+        // 2tig, 2tig+1 (core matrix 2s), bytes 2-3 are k 8+2tig, 9+2tig (core matrix 2s+1).
+        const int s0 = (d0 % (D / 4)) / 4;
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          const uint32_t x = word(v, w);
+          *reinterpret_cast<uint32_t*>(dst + (2 * (s0 + w)) * LBO) = e4m3x2_to_f16x2(x);
+          *reinterpret_cast<uint32_t*>(dst + (2 * (s0 + w) + 1) * LBO) = e4m3x2_to_f16x2(x >> 16);
+        }
+      }
     }
     for (int c = tid; c < next_n * H; c += THREADS) w_s[c] = weights[row0 * H + c];
     // Q's generic-proxy stores are read by wgmma through the async proxy (the loop's barrier follows).
@@ -271,6 +339,18 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
         for (int c = 0; c < NCH; ++c)
           kf[hh][c] = *reinterpret_cast<const uint4*>(k_s + slot * K_STAGE + (16 * warp + 8 * hh + gid) * (D + K_PAD) +
                                                       tig * (D / 4) + 16 * c);
+      // f16: the lane's keys converted once per tile (exact), reused by every query row.
+      uint32_t kh[PREC == 16 ? 2 : 1][PREC == 16 ? D / 16 : 1][2];
+      if constexpr (PREC == 16) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+          for (int s = 0; s < D / 16; ++s) {
+            const uint32_t x = word(kf[hh][s / 4], s % 4);
+            kh[hh][s][0] = e4m3x2_to_f16x2(x);
+            kh[hh][s][1] = e4m3x2_to_f16x2(x >> 16);
+          }
+      }
       for (int r = 0; r < next_n; ++r) {
         float acc[NACC];
 #pragma unroll
@@ -279,10 +359,17 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int s = 0; s < KS; ++s) {
-          const int c = s / 2, s2 = s % 2;
-          const uint32_t a[4] = {word(kf[0][c], 2 * s2), word(kf[1][c], 2 * s2), word(kf[0][c], 2 * s2 + 1),
-                                 word(kf[1][c], 2 * s2 + 1)};
-          wgmma_rs<H>(acc, a, smem_desc(q_base + r * H * D + 256 * s, LBO, SBO), s > 0);
+          const uint64_t desc = smem_desc(q_base + r * H * D * QB + 256 * s, LBO, SBO);
+          if constexpr (PREC == 8) {
+            const int c = s / 2, s2 = s % 2;
+            const uint32_t a[4] = {word(kf[0][c], 2 * s2), word(kf[1][c], 2 * s2), word(kf[0][c], 2 * s2 + 1),
+                                   word(kf[1][c], 2 * s2 + 1)};
+            wgmma_rs<H>(acc, a, desc, s > 0);
+          } else {
+            // m16n8k16 A layout: a0 = (row gid, k 2tig..), a1 = (row gid+8, ..), a2 = (gid, k 8+2tig..), a3 = (gid+8, ..)
+            const uint32_t a[4] = {kh[0][s][0], kh[1][s][0], kh[0][s][1], kh[1][s][1]};
+            wgmma_rs_f16<H>(acc, a, desc, s > 0);
+          }
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -335,15 +422,18 @@ __device__ __forceinline__ void fp8_paged_mqa_logits_sm90_body(
   }
 }
 
-#define INSTANTIATE_PAGED(H, D, BS)                                                                          \
-  extern "C" __global__ void __launch_bounds__(THREADS) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs##BS(     \
-      const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table, \
-      float* out, i64 out_row_stride, int next_n, int max_context_len, int max_blocks, int split_n,          \
-      int num_warps, int flags) {                                                                          \
-    fp8_paged_mqa_logits_sm90_body<H, D, BS>(q, kv_cache, weights, context_lens, block_table, out,          \
-                                             out_row_stride, next_n, max_context_len, max_blocks, split_n,  \
-                                             num_warps, flags);                                            \
+// Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs{BS}_{fp8|f16} (the score MMA's input precision).
+#define PAGED_KERNEL(H, D, BS, PREC, SUFFIX)                                                                 \
+  extern "C" __global__ void __launch_bounds__(THREADS)                                                      \
+      fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs##BS##_##SUFFIX(                                             \
+          const u8* q, const u8* kv_cache, const float* weights, const int* context_lens,                    \
+          const int* block_table, float* out, i64 out_row_stride, int next_n, int max_context_len,           \
+          int max_blocks, int split_n, int num_warps, int flags) {                                           \
+    fp8_paged_mqa_logits_sm90_body<H, D, BS, PREC>(q, kv_cache, weights, context_lens, block_table, out,     \
+                                                   out_row_stride, next_n, max_context_len, max_blocks,      \
+                                                   split_n, num_warps, flags);                               \
   }
+#define INSTANTIATE_PAGED(H, D, BS) PAGED_KERNEL(H, D, BS, 8, fp8) PAGED_KERNEL(H, D, BS, 16, f16)
 
 #ifndef PAGED_INSTANCES
 #define PAGED_INSTANCES(X) X(64, 128, 64)

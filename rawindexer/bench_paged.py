@@ -24,6 +24,8 @@ GRID_CONTEXT = (4096, 32768, 131072)
 GRID_NEXT_N = (1, 2)
 GRID_HEADS = (32, 64)
 HEAD_DIM = 128
+#: the sm_90a designs (rawindexer.paged_kernels): f16 score wgmma (default, exact) and fp8 e4m3 wgmma
+VARIANTS = ("f16", "fp8")
 
 
 def read_bandwidth(torch, gib: int = 4) -> float:
@@ -157,8 +159,8 @@ def run(quick: bool, block_size: int, log: Path | None) -> int:
     name = torch.cuda.get_device_name(0)
     lines = [f"# fp8_paged_mqa_logits on {name}: read bandwidth (torch sum, 4 GiB) {bw / 1e12:.2f} TB/s; "
              f"block_size {block_size}, D {HEAD_DIM}, GPU time per call from CUDA graphs of {REPS} calls",
-             "| B | context | next_n | H | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| B | context | next_n | H | design | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
     shapes = [(b, c) for b in GRID_B for c in GRID_CONTEXT]
     if quick:
@@ -175,30 +177,32 @@ def run(quick: bool, block_size: int, log: Path | None) -> int:
                 q, weights, lens_1d, lens_2d = make_queries(torch, B, context, next_n, heads)
                 out = torch.empty((B * next_n, context), dtype=torch.float32, device="cuda")
                 q_u8 = q.view(torch.uint8)
-                ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
-                    q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out)
-                t_ours = graph_time(torch, ours)
                 dg, reason = deepgemm_call(torch, q, kv_cache, weights, lens_2d, table, context, block_size)
+                t_dg, ref = float("nan"), None
                 if dg is None:
-                    t_dg, ratio, diff = float("nan"), float("nan"), float("nan")
                     if not dg_note_printed:
                         print(f"# alternative: {reason}", flush=True)
                         lines.append(f"# alternative: {reason}")
                         dg_note_printed = True
                 else:
                     t_dg = graph_time(torch, dg)
-                    ref = dg()
-                    ours()
-                    torch.cuda.synchronize()
-                    valid = torch.arange(context, device="cuda")[None, :] < lens_2d.reshape(-1, 1)
-                    diff = calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref.float(), 0))
-                    ratio = t_ours / t_dg
-                    del ref
-                row = (f"| {B} | {context} | {next_n} | {heads} | {t_ours * 1e6:.1f} | "
-                       f"{cache_bytes / t_ours / 1e9:.0f} | {100 * cache_bytes / t_ours / bw:.0f}% | "
-                       f"{t_dg * 1e6:.1f} | {ratio:.2f} | {diff:.1e} | {note} |")
-                lines.append(row)
-                print(row, flush=True)
+                    ref = dg().float()
+                for variant in VARIANTS:
+                    ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
+                        q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=variant)
+                    t_ours = graph_time(torch, ours)
+                    diff = float("nan")
+                    if ref is not None:
+                        ours()
+                        torch.cuda.synchronize()
+                        valid = torch.arange(context, device="cuda")[None, :] < lens_2d.reshape(-1, 1)
+                        diff = calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
+                    row = (f"| {B} | {context} | {next_n} | {heads} | {variant} | {t_ours * 1e6:.1f} | "
+                           f"{cache_bytes / t_ours / 1e9:.0f} | {100 * cache_bytes / t_ours / bw:.0f}% | "
+                           f"{t_dg * 1e6:.1f} | {t_ours / t_dg:.2f} | {diff:.1e} | {note} |")
+                    lines.append(row)
+                    print(row, flush=True)
+                del ref
                 del q, weights, lens_1d, lens_2d, out
         del kv_cache, table
         torch.cuda.empty_cache()

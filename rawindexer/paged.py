@@ -65,7 +65,7 @@ def _spans(p: PagedProblem, ptrs: PagedPointers, num_blocks: int) -> list[Buffer
 
 
 def _plan_and_launch(backend: Backend, device_id: int, p: PagedProblem, ptrs: PagedPointers, num_blocks: int,
-                     stream: int, split_n: int, num_warps: int) -> LaunchPlan | None:
+                     stream: int, split_n: int, num_warps: int, variant: str | None = None) -> LaunchPlan | None:
     family = _family(backend.arch)
     if not family.is_supported(p.heads, p.head_dim, p.block_size):
         raise ValidationError(f"(num_heads, head_dim, block_size): expected a shape with a built {backend.arch} "
@@ -73,7 +73,8 @@ def _plan_and_launch(backend: Backend, device_id: int, p: PagedProblem, ptrs: Pa
                               f"({p.heads}, {p.head_dim}, {p.block_size})")
     if p.batch == 0 or p.max_context_len == 0:
         return None  # nothing to compute, nothing to write
-    plan = family.plan(p, ptrs, backend.compute_units(device_id), split_n=split_n, num_warps=num_warps)
+    plan = family.plan(p, ptrs, backend.compute_units(device_id), split_n=split_n, num_warps=num_warps,
+                       variant=variant)
     if hasattr(backend, "set_device"):
         backend.set_device(device_id)
     backend.launch(_function(backend, device_id, plan.symbol), plan.grid, plan.block, plan.kernargs,
@@ -92,7 +93,8 @@ def launch_paged(q_ptr: int, kv_cache_ptr: int, weights_ptr: int, context_lens_p
                  out_ptr: int, *, batch: int, next_n: int, num_heads: int, head_dim: int, block_size: int,
                  num_blocks: int, max_blocks: int, max_context_len: int, out_row_stride: int | None = None,
                  context_lens_2d: bool = False, clean_logits: bool = False, stream: int = 0, device: str = "hip",
-                 device_id: int = 0, split_n: int = 0, num_warps: int = 0) -> LaunchPlan | None:
+                 device_id: int = 0, split_n: int = 0, num_warps: int = 0,
+                 variant: str | None = None) -> LaunchPlan | None:
     """Raw entry: device pointers as integers, every array contiguous.
 
     q [batch, next_n, num_heads, head_dim] fp8 e4m3fn bytes; kv_cache [num_blocks, block_size, 1,
@@ -111,7 +113,8 @@ def launch_paged(q_ptr: int, kv_cache_ptr: int, weights_ptr: int, context_lens_p
     p = PagedProblem(int(batch), int(next_n), int(num_heads), int(head_dim), int(block_size), int(max_context_len),
                      int(max_blocks), out_row_stride, bool(clean_logits), bool(context_lens_2d))
     ptrs = PagedPointers(q_ptr, kv_cache_ptr, weights_ptr, context_lens_ptr, block_table_ptr, out_ptr)
-    return _plan_and_launch(get_backend(device), device_id, p, ptrs, int(num_blocks), stream, split_n, num_warps)
+    return _plan_and_launch(get_backend(device), device_id, p, ptrs, int(num_blocks), stream, split_n, num_warps,
+                            variant)
 
 
 def _fail(name: str, got: str, expected: str) -> None:
@@ -236,7 +239,7 @@ def _prepare(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table
 
 def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
                          max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
-                         num_warps: int = 0, stream: int | None = None) -> Any:
+                         num_warps: int = 0, variant: str | None = None, stream: int | None = None) -> Any:
     """Decode indexer logits over a paged fp8 key cache.
 
         logits[b*next_n + j, t] = sum_h relu(<q[b,j,h], K_b[t]>) * scale_b[t] * weights[b*next_n + j, h]
@@ -254,6 +257,9 @@ def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any,
         clean_logits: write -inf at columns past each row's length; when False they are not written.
         out: optional [B * next_n, max_context_len] float32 destination, any row stride >= max_context_len.
         split_n, num_warps: tunables (0 = host heuristic).
+        variant: the design where a target builds several (sm_90a: "f16", the default -- the score wgmma on
+            exactly converted values, fp32-accurate -- or "fp8", the e4m3 wgmma at twice the tensor rate
+            with Hopper's shorter fp8 accumulation); None = the target's default.
         stream: the stream to launch on; None = the caller framework's current stream.
     Returns logits [B * next_n, max_context_len] float32 in the caller's framework (``out`` when given).
     CPU arrays run on the gfx950 emulator, ROCm arrays on the gfx950 kernel, CUDA arrays on the sm_90a twin.
@@ -262,13 +268,14 @@ def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any,
     backend, device_id, problem, ptrs, num_blocks, stream, result, _ = _prepare(
         q, kv_cache, weights, context_lens, block_table, max_context_len, clean_logits, out, split_n, num_warps,
         stream)
-    _plan_and_launch(backend, device_id, problem, ptrs, num_blocks, stream, int(split_n), int(num_warps))
+    _plan_and_launch(backend, device_id, problem, ptrs, num_blocks, stream, int(split_n), int(num_warps), variant)
     return result()
 
 
 def prepare_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
                              max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
-                             num_warps: int = 0, stream: int | None = None) -> PreparedPagedLogits:
+                             num_warps: int = 0, variant: str | None = None,
+                             stream: int | None = None) -> PreparedPagedLogits:
     """Everything :func:`fp8_paged_mqa_logits` does except the launch, once: the returned object launches
     on these buffers when called (their contents may change between calls, their addresses and shapes
     may not)."""
@@ -282,7 +289,7 @@ def prepare_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: 
     plan = None
     if problem.batch and problem.max_context_len:
         plan = family.plan(problem, ptrs, backend.compute_units(device_id), split_n=int(split_n),
-                           num_warps=int(num_warps))
+                           num_warps=int(num_warps), variant=variant)
         if hasattr(backend, "set_device"):
             backend.set_device(device_id)
     return PreparedPagedLogits(backend, device_id, plan, _spans(problem, ptrs, num_blocks), stream,

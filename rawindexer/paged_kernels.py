@@ -52,15 +52,22 @@ class PagedTarget:
     source: Path
     code_object: str
     instances: tuple[PagedInstance, ...]
-    #: kernel symbols are f"{symbol_prefix}_h{heads}_d{head_dim}_bs{block_size}"
+    #: kernel symbols are f"{symbol_prefix}_h{heads}_d{head_dim}_bs{block_size}" + f"_{variant}" (if any)
     symbol_prefix: str = OP
+    #: designs built from this source for every instance (symbol suffixes); the first is the default
+    variants: tuple[str, ...] = ("",)
     #: the macro the source expands over the instance list
     instance_macro: str = "PAGED_INSTANCES"
     #: bytes of shared memory per workgroup beyond Q and weights (sm_90a: the cp.async ring), by head_dim
     ring_bytes: dict | None = None
 
-    def symbol(self, inst: PagedInstance) -> str:
-        return f"{self.symbol_prefix}_h{inst.heads}_d{inst.head_dim}_bs{inst.block_size}"
+    def symbol(self, inst: PagedInstance, variant: str = "") -> str:
+        base = f"{self.symbol_prefix}_h{inst.heads}_d{inst.head_dim}_bs{inst.block_size}"
+        return f"{base}_{variant}" if variant else base
+
+    @property
+    def default_variant(self) -> str:
+        return self.variants[0]
 
 
 #: sm_90a kernel constants (STAGES, TILE in kernels/fp8_paged_mqa_logits_sm90.cu)
@@ -78,6 +85,9 @@ TARGETS: dict[str, PagedTarget] = {
     "sm_90a": PagedTarget(
         arch="sm_90a", design="cp_async_ring_wgmma_ss", source=ROOT / "kernels" / "fp8_paged_mqa_logits_sm90.cu",
         code_object=f"{OP}.sm90a.cubin", instances=ALL_INSTANCES, symbol_prefix=f"{OP}_sm90",
+        # f16: the score wgmma on exactly converted fp8 values (fp32-accurate accumulation: the 1e-5 gate);
+        # fp8: the e4m3 wgmma (twice the tensor rate; Hopper's fp8 accumulation keeps fewer bits)
+        variants=("f16", "fp8"),
         ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS}),
 }
 
@@ -87,6 +97,7 @@ def dynamic_lds_bytes(heads: int, head_dim: int, next_n: int) -> int:
     return next_n * heads * (head_dim + 16) + next_n * heads * 4
 
 
-def sm90_shared_bytes(heads: int, head_dim: int, next_n: int) -> int:
-    """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (unpadded) and weights."""
-    return TARGETS["sm_90a"].ring_bytes[head_dim] + next_n * heads * head_dim + next_n * heads * 4
+def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, variant: str = "f16") -> int:
+    """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (fp8 or f16) and weights."""
+    q_bytes = 2 if variant == "f16" else 1
+    return TARGETS["sm_90a"].ring_bytes[head_dim] + next_n * heads * head_dim * q_bytes + next_n * heads * 4

@@ -192,11 +192,15 @@ def test_sm90_plans_fit_the_sm(rng):
     for heads, head_dim, next_n in itertools.product(pk.HEADS, pk.HEAD_DIMS, range(1, 5)):
         batch, ctx = int(rng.integers(1, 300)), int(rng.integers(1, 200_000))
         p = PagedProblem(batch, next_n, heads, head_dim, 64, ctx, -(-ctx // 64), ctx, True, False)
-        plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132)
-        assert plan.shared_mem == pk.sm90_shared_bytes(heads, head_dim, next_n) <= SHARED_PER_SM
-        assert plan.grid[0] == batch and plan.block == (128, 1, 1)
-        assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= MIN_TILES_PER_SPLIT
-        assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64"
+        for variant in ("f16", "fp8"):
+            plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, variant=variant)
+            assert plan.shared_mem == pk.sm90_shared_bytes(heads, head_dim, next_n, variant) <= SHARED_PER_SM
+            assert plan.grid[0] == batch and plan.block == (128, 1, 1)
+            assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= MIN_TILES_PER_SPLIT
+            assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_{variant}"
+        assert family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith("_f16")  # the default
+        with pytest.raises(ValueError, match="^variant:"):
+            family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, variant="bf16")
 
 
 @pytest.mark.parametrize("split_n,num_warps", [(1, 1), (3, 2), (2, 4)])

@@ -85,8 +85,19 @@ class PagedGfx950Family:
     def code_object(self) -> bytes:
         return (self.build_dir / self.target["code_object"]).read_bytes()
 
-    def entry(self, heads: int, head_dim: int, block_size: int) -> dict | None:
-        symbol = pk.TARGETS[self.arch].symbol(pk.PagedInstance(heads, head_dim, block_size))
+    def variant(self, variant: str | None) -> str:
+        """The design to run: ``variant`` if given (one of the target's), else the target's default."""
+        spec = pk.TARGETS[self.arch]
+        if variant is None:
+            return spec.default_variant
+        if variant not in spec.variants:
+            raise ValueError(f"variant: expected None or one of {[v for v in spec.variants if v]} for {self.arch}, "
+                             f"got {variant!r}")
+        return variant
+
+    def entry(self, heads: int, head_dim: int, block_size: int, variant: str | None = None) -> dict | None:
+        spec = pk.TARGETS[self.arch]
+        symbol = spec.symbol(pk.PagedInstance(heads, head_dim, block_size), self.variant(variant))
         entry = self.target["kernels"].get(symbol)
         return {**entry, "symbol": symbol} if entry else None
 
@@ -111,8 +122,8 @@ class PagedGfx950Family:
         return {"num_warps": num_warps, "split_n": split_n, "lds": lds}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
-             num_warps: int = 0) -> LaunchPlan:
-        entry = self.entry(p.heads, p.head_dim, p.block_size)
+             num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
+        entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
         if entry is None:
             raise ValueError(f"(num_heads, head_dim, block_size): expected one of the built gfx950 instances "
                              f"{sorted(tuple(e['params'].values()) for e in self.target['kernels'].values())}, "

@@ -23,30 +23,32 @@ class PagedSm90Family(PagedGfx950Family):
 
     arch = "sm_90a"
 
-    def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0) -> dict:
+    def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0,
+               variant: str | None = None) -> dict:
         """split_n: :func:`best_split` over the resident blocks (shared memory, registers, at most
         MAX_BLOCKS_PER_SM per SM), never fewer than MIN_TILES_PER_SPLIT tiles per split at max_context_len."""
-        shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n)
+        variant = self.variant(variant)
+        shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, variant)
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
         if not split_n:
-            entry = self.entry(p.heads, p.head_dim, p.block_size)
+            entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
             regs = entry["resources"]["registers"] if entry else 128
             by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * pk.SM90_THREADS)
             per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
             tiles = -(-p.max_context_len // pk.SM90_TILE)
             split_n = best_split(p.batch, tiles, per_sm * compute_units, MIN_TILES_PER_SPLIT)
-        return {"num_warps": 4, "split_n": split_n, "lds": shared}
+        return {"num_warps": 4, "split_n": split_n, "lds": shared, "variant": variant}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
-             num_warps: int = 0) -> LaunchPlan:
-        entry = self.entry(p.heads, p.head_dim, p.block_size)
+             num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
+        entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
         if entry is None:
             raise ValueError(f"(num_heads, head_dim, block_size): no sm_90a decode kernel for "
                              f"({p.heads}, {p.head_dim}, {p.block_size})")
         if not 0 <= split_n <= MAX_SPLIT_N:
             raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {split_n}")
-        cfg = self.choose(p, compute_units, split_n, num_warps)
+        cfg = self.choose(p, compute_units, split_n, num_warps, variant)
         flags = (pk.FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (pk.FLAG_CONTEXT_LENS_2D if p.context_lens_2d else 0)
         values = {
             "q": ptrs.q, "kv_cache": ptrs.kv_cache, "weights": ptrs.weights, "context_lens": ptrs.context_lens,
