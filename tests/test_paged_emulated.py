@@ -270,3 +270,21 @@ def test_best_split_fills_the_last_wave(rng):
         assert split == 1 or tiles // split >= min_tiles
         busy = lambda s: batch * s / (slots * -(-(batch * s) // slots))  # noqa: E731
         assert all(busy(split) >= busy(s) - 1e-9 for s in range(1, split + 1))
+
+
+def test_host_sizes_match_the_kernel_sources():
+    """The host allocates the kernels' dynamic shared memory from constants in rawindexer/paged_kernels.py;
+    they must equal the sources' (an undersized allocation would corrupt memory on a GPU)."""
+    import re
+
+    from rawindexer import paged_kernels as pk
+
+    def constants(path) -> dict[str, int]:
+        return {m.group(1): int(m.group(2)) for m in re.finditer(r"constexpr int (\w+) = (\d+);", path.read_text())}
+
+    sm90 = constants(pk.TARGETS["sm_90a"].source)
+    assert (sm90["STAGES"], sm90["TILE"], sm90["K_PAD"], sm90["THREADS"]) == (
+        pk.SM90_STAGES, pk.SM90_TILE, pk.SM90_K_PAD, pk.SM90_THREADS)
+    gfx = constants(pk.TARGETS["gfx950"].source)
+    assert pk.dynamic_lds_bytes(32, 128, 1) == 32 * (128 + gfx["Q_PAD"]) + 32 * 4
+    assert gfx["MAX_NEXT_N"] == sm90["MAX_NEXT_N"] == pk.MAX_NEXT_N
