@@ -1,4 +1,5 @@
-"""Public entry points of the decode indexer: ``fp8_paged_mqa_logits`` (any DLPack framework) and
+"""Public entry points of the decode indexer: ``fp8_paged_mqa_logits`` (any DLPack framework), its prepared
+form ``prepare_paged_mqa_logits`` (validate and plan once, launch many times) and
 ``launch_paged`` (raw device pointers), on the same backends as the prefill path.
 
 Block-table contract (the caller's, not checked on the device: checking would read device memory):
