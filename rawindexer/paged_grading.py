@@ -45,4 +45,12 @@ def grade_paged(out: np.ndarray, ref: np.ndarray, bound: np.ndarray, lengths: np
     mask_ok = unwritten == 0 and overwritten == 0
     msg = (f"mask {'ok' if mask_ok else 'MISMATCH'}, unwritten {unwritten}, wrong outside {overwritten}, "
            f"worst |err|/T {worst:.2e} (gate {eps:.0e}), failing {int(bad.sum())}")
+    wrong = np.argwhere(inside & ~(np.abs(out - np.where(inside, ref, 0)) <= eps * bound))
+    if not clean_logits:
+        wrong = np.concatenate([wrong, np.argwhere(~inside & ~np.isnan(out))])
+    else:
+        wrong = np.concatenate([wrong, np.argwhere(~inside & ~np.isneginf(out))])
+    if len(wrong):  # where to look first when debugging a kernel
+        r, c = (int(x) for x in wrong[0])
+        msg += f"; first wrong [{r}, {c}]: got {float(out[r, c])!r}, ref {float(ref[r, c])!r}, row length {int(lengths[r])}"
     return PagedGrade(mask_ok, unwritten, overwritten, worst, int(bad.sum()), msg)
