@@ -42,6 +42,21 @@ endif
 $(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
 	$(PYTHON) build.py --out $(BUILD) --target sm_90a
 
+# ---- fp8_paged_mqa_logits (decode): its own code object, merged into the manifest after the prefill one --
+PAGED_HSACO := $(BUILD)/fp8_paged_mqa_logits.gfx950.hsaco
+all: $(PAGED_HSACO)
+
+$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO)
+	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits
+
+PAGED_CUBIN := $(BUILD)/fp8_paged_mqa_logits.sm90a.cubin
+ifneq ($(NVCC),)
+all: $(PAGED_CUBIN)
+endif
+
+$(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
+	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits --target sm_90a
+
 # ---- hip stand-in (tests only) ---------------------------------------------------------------------------
 # A C stand-in for libamdhip64.so that runs launches on the gfx950 emulator, so the real hip-python wheel
 # drives the hip backend in CI (tests/hip_standin/). Built with the ziglang clang; also builds a small
