@@ -194,12 +194,16 @@ def _indexer_for(tunables: tuple) -> Indexer:
 def reset_caches(backend: str | None = None) -> None:
     """Forget the per-device state (modules, functions, compute units, prepared launches) that
     :func:`fp8_mqa_logits` and :func:`launch` cached, for backend ``backend`` or all, and the ``launch``
-    Indexers bound to it (they hold the backend instance). Indexers the caller made are the caller's:
+    Indexers bound to it (they hold the backend instance); likewise for the decode op's functions
+    (:func:`rawindexer.paged.reset_caches`). Indexers the caller made are the caller's:
     :meth:`Indexer.reset`. For hosts (and tests) that reset or reconfigure a device under rawindexer."""
     for indexer in (_DEFAULT, *_BY_TUNABLES.values()):
         indexer.reset(backend)
     for key in [k for k, ind in _RAW.items() if backend is None or ind._backend.name == backend]:
         _RAW.pop(key, None)
+    from . import paged  # imports this module: resolved at call time
+
+    paged.reset_caches(backend)
 
 
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
