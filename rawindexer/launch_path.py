@@ -310,11 +310,16 @@ class BoundLaunch:
     """One call resolved onto fixed buffers: calling it launches again on the same device addresses with no
     reading, validation, lookup or allocation (the serving loop's form, where the inputs and the output
     are persistent buffers rewritten in place each step). Keeps the arrays it was made from alive.
-    Returns what the call returned (the output)."""
+    Returns what the call returned (the output).
+
+    Stream: a ``stream=`` given when binding is used by every launch; else each launch reads the caller
+    framework's current stream of the buffers' device again, as a call would (so a bound launch made
+    outside a CUDA graph capture is captured when called inside one)."""
 
     def __init__(self, op: "PreparedOp", shape: _Shape, ptrs: tuple[int, ...], stream: int,
-                 result: Callable[[], Any], keep: tuple) -> None:
+                 current_stream: Callable[[], int] | None, result: Callable[[], Any], keep: tuple) -> None:
         self._op, self._shape, self.pointers, self.stream = op, shape, ptrs, stream
+        self._current_stream = current_stream
         self._result, self._keep = result, keep
 
     @property
@@ -327,10 +332,22 @@ class BoundLaunch:
         return self._op._prepared_for(shape, self.pointers).template
 
     def __call__(self, stream: int | None = None) -> Any:
-        """Launch on ``stream`` (None: the stream resolved when this was made)."""
+        """Launch on ``stream`` (None: the binding's ``stream=``, else the caller's current stream)."""
         if self._shape.problem is not None:
-            self._op._launch(self._shape, self.pointers, self.stream if stream is None else stream)
+            if stream is None:
+                stream = self._current_stream() if self._current_stream is not None else self.stream
+            self._op._launch(self._shape, self.pointers, stream)
         return self._result()
+
+
+def _current_stream_of(framework: str, device: _Device) -> Callable[[], int] | None:
+    """A function giving ``framework``'s current stream of ``device``, None where there is none (the CPU, a
+    framework whose streams we do not read: the stream resolved once stands)."""
+    get = _STREAM_OF_FRAMEWORK.get(framework)
+    if get is None or not device.gpu:
+        return None
+    device_id = device.device_id
+    return lambda: get(device_id)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -464,8 +481,10 @@ class PreparedOp:
             if shape is None:  # a device this route does not describe: DLPack decides
                 return self._call_any(arrays, out, scalars, stream, bind)
         device = shape.device
+        current = None
         if stream is None:
             stream = _torch_stream(device.device_id) if device.gpu else 0
+            current = bind and _current_stream_of("torch", device)
         ptrs = [t.data_ptr() for t in arrays]
         if not device.gpu:
             self._check_host_values(shape, ptrs)
@@ -476,7 +495,7 @@ class PreparedOp:
         ptrs.append(out.data_ptr())
         ptrs = tuple(ptrs)
         if bind:
-            return BoundLaunch(self, shape, ptrs, stream, lambda: out, (arrays, out))
+            return BoundLaunch(self, shape, ptrs, stream, current or None, lambda: out, (arrays, out))
         if shape.problem is not None:
             self._launch(shape, ptrs, stream)
         return out
@@ -503,7 +522,9 @@ class PreparedOp:
         device = first[1][3] if first is not None else _device_of(first_array, names[0])
         state = self._devices.get(device) or self._device(device)
         backend = state.backend
+        current = None
         if stream is None:
+            current = bind and _current_stream_of(framework, state)
             get_stream = _STREAM_OF_FRAMEWORK.get(framework)
             stream = get_stream(device[1]) if get_stream is not None and device[0] != dlpack.DL_CPU else 0
         dl_stream = None  # the DLPack route's stream argument, worked out when first needed
@@ -547,8 +568,8 @@ class PreparedOp:
         ptrs.append(out_ptr)
         ptrs = tuple(ptrs)
         if bind:
-            return BoundLaunch(self, shape, ptrs, stream, (lambda: out) if result is None else result,
-                               (arrays, reads, out, out_read))
+            return BoundLaunch(self, shape, ptrs, stream, current or None,
+                               (lambda: out) if result is None else result, (arrays, reads, out, out_read))
         if shape.problem is not None:
             self._launch(shape, ptrs, stream)
         return out if result is None else result()

@@ -183,6 +183,13 @@ def test_bound_launch_and_raw_launch_take_the_same_path(rng, cuda2):
     assert first[1][4] == stream_of(1, 1) and second[1][4] == stream_of(1, 9)
     ptrs = tuple(a.ptr for a in args.values()) + (out.ptr,)
     assert first[1][7] == bound.template.plan(ptrs).kernargs
+    cuda2.slots.n = 4  # the caller's current stream changed (e.g. inside a graph capture): followed
+    bound()
+    assert cuda2.launches()[-1][1][4] == stream_of(1, 4)
+    fixed = rawindexer.prepare_paged_mqa_logits(**args, max_context_len=case.max_context_len, out=out,
+                                                stream=stream_of(1, 5))
+    fixed()
+    assert cuda2.launches()[-1][1][4] == stream_of(1, 5), "a stream= given when binding stands"
     # the same launch through raw pointers: identical kernargs, geometry, context and stream
     B, next_n, H, D = case.q.shape
     template = rawindexer.launch_paged(
@@ -190,7 +197,7 @@ def test_bound_launch_and_raw_launch_take_the_same_path(rng, cuda2):
         max_blocks=case.block_table.shape[1], max_context_len=case.max_context_len,
         out_row_stride=case.out.strides[0] // 4, stream=stream_of(1, 9), device="cuda", device_id=1)
     raw = cuda2.launches()[-1]
-    assert raw[1][7] == second[1][7] and raw[1][1:4] == second[1][1:4] and raw[2] == CTX_BASE + 1
+    assert raw[1][4] == stream_of(1, 9) and raw[1][7] == second[1][7] and raw[1][1:4] == second[1][1:4] and raw[2] == CTX_BASE + 1
     assert template.symbol == bound.template.symbol == "fp8_paged_mqa_logits_sm90_h64_d128_bs64_f16"
     with pytest.raises(TypeError, match="^weights: expected an int device address, got float"):
         rawindexer.launch_paged(ptrs[0], ptrs[1], 1.5, *ptrs[3:], batch=B, next_n=next_n, num_heads=H, head_dim=D,
