@@ -17,9 +17,10 @@ def _import_hip():
     try:
         from hip import hip  # type: ignore
     except ImportError as exc:  # pragma: no cover - depends on the machine
-        raise RuntimeError(
-            "the hip backend needs hip-python for ROCm 7.x: pip install 'hip-python~=7.2' "
-            f"(import failed: {exc})") from exc
+        from ..runtime_versions import hip_python_advice, rocm_version
+
+        raise RuntimeError(f"the hip backend needs the hip-python of your ROCm: {hip_python_advice(rocm_version())} "
+                           f"(import failed: {exc})") from exc
     return hip
 
 
