@@ -53,7 +53,10 @@ def _require_backend(device: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.device:
         _require_backend(args.device)
-    return chunk.main(args)
+    try:
+        return chunk.main(args)
+    except ValueError as exc:  # a shape or window the kernels do not serve: the message names the argument
+        raise Unavailable(str(exc).splitlines()[0]) from None
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
