@@ -332,9 +332,10 @@ def test_device_count_without_cuda_bindings(monkeypatch):
 
 
 def test_run_py_picks_cuda_when_a_device_is_counted(fake_driver, monkeypatch):
-    """run.py's device choice: hip absent, cuda with device_count() > 0 -> "cuda"; 0 devices -> emulator."""
-    import run
+    """run.py's (`python -m rawindexer run`'s) device choice: hip absent, cuda with device_count() > 0 ->
+    "cuda"; 0 devices -> none (the emulator)."""
     from rawindexer import backends
+    from rawindexer.chunk import usable_gpu_backend
 
     def no_hip(name, _get=backends.get_backend):
         if name == "hip":
@@ -342,10 +343,9 @@ def test_run_py_picks_cuda_when_a_device_is_counted(fake_driver, monkeypatch):
         return _get(name)
     monkeypatch.setattr(backends, "_instances", {})
     monkeypatch.setattr(backends, "get_backend", no_hip)
-    assert run.pick_device(None) == "cuda"
+    assert usable_gpu_backend() == "cuda"
     fake_driver.count = 0
-    assert run.pick_device(None) == "emulator"
-    assert run.pick_device("cuda") == "cuda"
+    assert usable_gpu_backend() is None
 
 
 def test_v5_experiment_impls_are_known_but_not_in_the_default_build(sm90_target):
