@@ -8,6 +8,7 @@ looks at a source checkout. A developer points at another build with an explicit
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -22,6 +23,7 @@ class KernelNotBuiltError(RuntimeError):
     """No kernels where the package looks: neither built (source checkout) nor shipped (wheel)."""
 
 
+@lru_cache(maxsize=1)  # the package does not move while imported; resources.files costs ~25 us a call
 def package_kernel_dir() -> Path:
     """``rawindexer/_kernels`` of the imported package (a folder: wheels are installed unpacked)."""
     folder = resources.files("rawindexer").joinpath(PACKAGE_KERNEL_DIR)
@@ -65,6 +67,22 @@ def manifest_path(override: str | os.PathLike | None = None) -> Path:
     else:
         hint = f"unset {KERNEL_DIR_ENV} to use the shipped kernels, or point it at a folder `make` wrote"
     raise KernelNotBuiltError(f"{path} not found ({source}): {hint}")
+
+
+@lru_cache(maxsize=16)
+def _manifest_location(override: str | os.PathLike | None, env: str | None) -> str:
+    return str(kernel_dir(override) / MANIFEST)
+
+
+def manifest_mtime(override: str | os.PathLike | None = None) -> tuple[str, float]:
+    """(manifest path, its mtime) in one stat: the per-call path of the dispatch (a few us, where
+    :func:`manifest_path` costs tens); raises like :func:`manifest_path` when it is missing."""
+    path = _manifest_location(override, os.environ.get(KERNEL_DIR_ENV))
+    try:
+        return path, os.stat(path).st_mtime
+    except (FileNotFoundError, NotADirectoryError):
+        manifest_path(override)  # raises the explanatory error
+        raise
 
 
 def kernel_path(name: str, override: str | os.PathLike | None = None) -> Path:

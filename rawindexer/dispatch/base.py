@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..kernel_files import KernelNotBuiltError, kernel_dir, manifest_path
+from ..kernel_files import KernelNotBuiltError, kernel_dir, manifest_mtime
 
 #: None = resolve at each use (argument > $RAWINDEXER_KERNEL_DIR > the package's _kernels); the name
 #: is kept because families import it as their default
@@ -93,8 +93,8 @@ def _load_manifest(path: str, mtime: float) -> dict:
 def load_target(arch: str, build_dir: Path | None = BUILD_DIR) -> dict:
     """The manifest entry of one target from ``build_dir`` (None: the shipped kernels or the
     override); a :class:`KernelNotBuiltError` saying what to do when it is missing."""
-    path = manifest_path(build_dir)
-    manifest = _load_manifest(str(path), path.stat().st_mtime)
+    path, mtime = manifest_mtime(build_dir)
+    manifest = _load_manifest(path, mtime)
     target = manifest.get("targets", {}).get(arch)
     if target is None:
         raise KernelNotBuiltError(f"{path} has no {arch!r} target (it has: {sorted(manifest.get('targets', {}))}): "
