@@ -420,6 +420,9 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
     """Compile every sm_90a variant into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
     its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path."""
     tools = tools or cuda_toolchain()
+    if shutil.which("g++") is None:  # ziglang's clang++ is no substitute: CUDA's headers reject its libc++
+        raise RuntimeError("nvcc needs a host C++ compiler on PATH for its preprocessing: install g++ "
+                           "(e.g. apt-get install g++)")
     kernel_dir = kernel_dir or out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     kernel_dir.mkdir(parents=True, exist_ok=True)
