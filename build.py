@@ -460,7 +460,7 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
             "warp_size": 32,
             "resources": resources[v.symbol],
         }
-    origin = f"PyPI {CUDA_PYPI_PINS[0]}" if tools.origin == "PyPI" else tools.nvcc
+    origin = "PyPI nvidia-cuda-nvcc" if tools.origin == "PyPI" else tools.nvcc
     target = {"code_object": cubin.name,
               "ptxas_report": "fp8_mqa_logits.sm90a.ptxas.txt",  # an intermediate, in build/
               "toolchain": f"nvcc {release} ({origin})",
