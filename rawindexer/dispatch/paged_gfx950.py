@@ -7,12 +7,12 @@ be captured in a graph.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from .. import paged_kernels as pk
+from ..kernel_files import manifest_mtime
 from ..validation import ValidationError
-from .base import (BUILD_DIR, KernelFamily, KernelNotBuiltError, LaunchPlan, LaunchTemplate, _load_manifest,
-                   pack_kernargs, placeholder_pointers)
+from .base import (KernelFamily, KernelNotBuiltError, LaunchPlan, LaunchTemplate, _load_manifest, pack_kernargs,
+                   placeholder_pointers)
 
 WAVE = 64
 TILE_N = 32
@@ -84,21 +84,16 @@ def best_split(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
 
 
 class PagedGfx950Family(KernelFamily):
-    """The decode kernels' section of the manifest (``ops.fp8_paged_mqa_logits.gfx950``); code objects load
-    as prefill's do (:meth:`KernelFamily.code_object`)."""
+    """The decode kernels' section of the manifest (``ops.fp8_paged_mqa_logits.gfx950``); found and loaded as
+    prefill's kernels are (:mod:`rawindexer.kernel_files`, :meth:`KernelFamily.code_object`)."""
 
     arch = "gfx950"
     pointer_args = PAGED_POINTER_ARGS
 
-    def __init__(self, build_dir: Path = BUILD_DIR) -> None:
-        super().__init__(build_dir)
-
     @property
     def target(self) -> dict:
-        path = self.build_dir / "manifest.json"
-        if not path.exists():
-            raise KernelNotBuiltError(f"{path} not found: run `make` first")
-        target = _load_manifest(str(path), path.stat().st_mtime).get("ops", {}).get(pk.OP, {}).get(self.arch)
+        path, mtime = manifest_mtime(self.build_dir)
+        target = _load_manifest(path, mtime).get("ops", {}).get(pk.OP, {}).get(self.arch)
         if target is None:
             raise KernelNotBuiltError(f"{path} has no {pk.OP} {self.arch} kernels: run `make`")
         return target
