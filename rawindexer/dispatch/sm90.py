@@ -49,8 +49,8 @@ SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_e
 WS_WARPS = 12
 WS_STAGES = 6
 WS_CONSUMERS = 2
-#: "ws" SplitN: fewest splits within this fraction of the best whole-wave balance (each split restages Q)
-WS_SPLIT_SLACK = 0.03
+#: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
+WS_SPLIT_OVERHEAD_TILES = 6
 #: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
 DEFAULT_IMPL = "wg"
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
@@ -188,13 +188,14 @@ class Sm90Family(KernelFamily):
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
             split_n = t.split_n
         else:
-            # One block per SM, so the grid runs in waves: take the fewest splits whose time in whole waves
-            # (ceil(blocks / SMs) / splits, in units of one unsplit row block) is within WS_SPLIT_SLACK of the
-            # best, never leaving a stream fewer than MIN_TILES_PER_STREAM tiles.
-            cap = max(1, min(MAX_GRID_Y, ceil(p.N / TILE_TOKENS["ws"]) // MIN_TILES_PER_STREAM))
-            cost = {s: ceil(row_blocks * s / cus) / s for s in range(1, min(cap, 4 * cus) + 1)}
-            best = min(cost.values())
-            split_n = min(s for s, c in cost.items() if c <= best * (1 + WS_SPLIT_SLACK))
+            # One block per SM, so the grid runs in whole waves: minimise waves x (tiles per block + the block's
+            # fixed cost), with N / 64 tiles per unsplit row block, never leaving a stream fewer than
+            # MIN_TILES_PER_STREAM tiles.
+            tiles = ceil(p.N / TILE_TOKENS["ws"])
+            cap = max(1, min(MAX_GRID_Y, tiles // MIN_TILES_PER_STREAM))
+            cost = {s: ceil(row_blocks * s / cus) * (tiles / s + WS_SPLIT_OVERHEAD_TILES)
+                    for s in range(1, min(cap, 4 * cus) + 1)}
+            split_n = min(cost, key=lambda s: (cost[s], s))
         reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
         flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
         if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
