@@ -729,11 +729,22 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
 //   * setmaxnreg moves registers from the producer warpgroup (40) to the consumers (232).
 // ===================================================================================================
 constexpr int WS_STAGES = 6;          // K tiles in flight; mirrored by WS_STAGES in rawindexer/dispatch/sm90.py
-constexpr int WS_CONSUMERS = 2;       // consumer warpgroups per block
-constexpr int WS_THREADS = 128 * (1 + WS_CONSUMERS);
-constexpr int WS_PRODUCER_REGS = 40;  // 128 * 40 + 256 * 232 <= 65536
-constexpr int WS_CONSUMER_REGS = 232;
-constexpr int WS_ORDER_BAR = 1;       // named barriers 1 and 2: the consumers' wgmma issue order (0 = __syncthreads)
+constexpr int WS_ORDER_BAR = 1;       // named barriers 1..NC: the consumers' wgmma issue order (0 = __syncthreads)
+// NC consumer warpgroups: 128 * (1 + NC) threads; what the producer warpgroup gives back goes to them.
+template <int NC>
+__host__ __device__ constexpr int ws_threads() { return 128 * (1 + NC); }
+template <int NC>
+__host__ __device__ constexpr int ws_producer_regs() {  // 32 at NC = 4: 128 * 32 + 512 * 120 = 64K
+  return NC >= 4 ? 32 : 40;
+}
+template <int NC>
+__host__ __device__ constexpr int ws_consumer_regs() {  // the rest of the 64K, a multiple of 8, at most 240
+  return (65536 - 128 * ws_producer_regs<NC>()) / (128 * NC) / 8 * 8 > 240
+             ? 240
+             : (65536 - 128 * ws_producer_regs<NC>()) / (128 * NC) / 8 * 8;
+}
+// Dynamic shared memory of one block (the host computes the same sum, rawindexer/dispatch/sm90.py):
+//   Q of every consumer (NC * NQ * D) | the K ring (WS_STAGES * 64 * D) | the weights (NC * NQ floats)
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
@@ -775,7 +786,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
 }
 
-template <int H, int D, int BM>
+template <int H, int D, int BM, int NC, bool ORDER>
 __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q, const u8* __restrict__ k,
                                                        const float* __restrict__ kv_scale,
                                                        const float* __restrict__ weights,
@@ -783,9 +794,11 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
                                                        const int* __restrict__ cu_seqlen_ke,
                                                        float* __restrict__ out, i64 out_row_stride, int M, int N,
                                                        int split_n, int flags) {
-  constexpr int BMW = BM / WS_CONSUMERS;  // rows per consumer warpgroup
-  constexpr int NQ = BMW * H;             // wgmma N of one consumer
-  static_assert(BM % WS_CONSUMERS == 0, "BLOCK_M splits evenly over the consumers");
+  constexpr int BMW = BM / NC;  // rows per consumer warpgroup
+  constexpr int NQ = BMW * H;   // wgmma N of one consumer
+  constexpr int THREADS = ws_threads<NC>();
+  constexpr bool WREG = NC <= 3;  // weights in registers (32 at N = 128) while the register budget allows it
+  static_assert(BM % NC == 0, "BLOCK_M splits evenly over the consumers");
   static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M / 2 * H must be 64, 128 or 256");
   static_assert(D % 64 == 0, "D must be a multiple of 64");
   constexpr int KS = D / 32, NCH = D / 64, TILE = 64, NACC = NQ / 2;
@@ -794,11 +807,13 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   constexpr int STAGE_BYTES = TILE * ROW;
   constexpr uint32_t LBO = 128, SBO = 8 * D;
 
-  __shared__ __align__(128) u8 q_s[WS_CONSUMERS][NQ * D];
   __shared__ int2 win_s[BM];
   __shared__ __align__(8) uint64_t full_bar[WS_STAGES];
   __shared__ __align__(8) uint64_t empty_bar[WS_STAGES];
-  extern __shared__ __align__(128) u8 ring_s[];  // WS_STAGES * STAGE_BYTES (the host passes it as dynamic smem)
+  extern __shared__ __align__(128) u8 dyn_s[];
+  u8* const q_all = dyn_s;                                   // [NC][NQ * D]
+  u8* const ring_s = dyn_s + NC * NQ * D;                    // [WS_STAGES][STAGE_BYTES]
+  float* const w_all = reinterpret_cast<float*>(ring_s + WS_STAGES * STAGE_BYTES);  // [NC][NQ]
 
   const int tid = threadIdx.x;
   const int lane = tid & (WARP - 1);
@@ -811,7 +826,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   const bool clean = rb.clean;
   stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   // Q of consumer c = rows [c * BMW, (c + 1) * BMW), in the permuted core-matrix layout of the "wg" path.
-  for (int idx = tid; idx < WS_CONSUMERS * NQ * (D / 16); idx += WS_THREADS) {
+  for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
     const int c = idx / (NQ * (D / 16));
     const int rest = idx % (NQ * (D / 16));
     const int n = rest / (D / 16);
@@ -821,7 +836,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
     if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
     const int owner = d0 / (D / 4);
     const int s0 = (d0 % (D / 4)) / 8;
-    u8* row = q_s[c] + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
+    u8* row = q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
       const int kc = 2 * (s0 + w / 2) + (w % 2);
@@ -835,7 +850,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
 #pragma unroll
     for (int s = 0; s < WS_STAGES; ++s) {
       mbar_init(full0 + 8 * s, 1);                     // the producer's arrive.expect_tx
-      mbar_init(empty0 + 8 * s, 128 * WS_CONSUMERS);   // every consumer thread, once its fragments are read
+      mbar_init(empty0 + 8 * s, 128 * NC);   // every consumer thread, once its fragments are read
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -859,7 +874,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
 
   if (wgi == 0) {
-    setmaxnreg_dec<WS_PRODUCER_REGS>();
+    setmaxnreg_dec<ws_producer_regs<NC>()>();
     if (warp == 0) {
       // PRODUCER (one lane): one copy per tile; tokens past hi are not fetched (their logits are never stored).
       int stage = 0;
@@ -877,7 +892,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       }
     } else if (clean) {
       // DESIGN: fused -inf fill, here overlapped with the consumers' tiles (disjoint columns).
-      const int worker = split * 3 + (warp - 1);
+      const int worker = split * 3 + (warp - 1);  // warps 1-3 of the producer warpgroup
       const int workers = split_n * 3;
       const bool vec4 = flags & FLAG_VEC4_FILL;
       for (int r = 0; r < nrows; ++r) {
@@ -887,18 +902,32 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       }
     }
   } else {
-    setmaxnreg_inc<WS_CONSUMER_REGS>();
+    setmaxnreg_inc<ws_consumer_regs<NC>()>();
     const int wg = wgi - 1;   // consumer index: rows [wg * BMW, (wg + 1) * BMW) of the block
     const int r0 = wg * BMW;
     // This lane's weights: accumulator column group j holds columns 8j + 2tig + {0, 1} = (row 8j / H, heads).
-    float2 wr[NQ / 8];
+    // WREG: in registers; else in this consumer's slice of shared memory (written and read by its own warps).
+    float2 wr[WREG ? NQ / 8 : 1];
+    float* const w_s = w_all + wg * NQ;
+    if constexpr (WREG) {
 #pragma unroll
-    for (int j = 0; j < NQ / 8; ++j) {
-      const int r = r0 + (8 * j) / H, h = (8 * j) % H + 2 * tig;
-      const float* wp = weights + (i64)(m0 + r) * H + h;  // 4-byte aligned only: two scalar loads
-      wr[j] = r < nrows ? make_float2(wp[0], wp[1]) : make_float2(0.f, 0.f);
+      for (int j = 0; j < NQ / 8; ++j) {
+        const int r = r0 + (8 * j) / H, h = (8 * j) % H + 2 * tig;
+        const float* wp = weights + (i64)(m0 + r) * H + h;  // 4-byte aligned only: two scalar loads
+        wr[j] = r < nrows ? make_float2(wp[0], wp[1]) : make_float2(0.f, 0.f);
+      }
+    } else {
+      for (int idx = tid - 128 * wgi; idx < NQ; idx += 128) {
+        const int r = r0 + idx / H;
+        w_s[idx] = r < nrows ? weights[(i64)(m0 + r) * H + idx % H] : 0.0f;
+      }
+      named_bar_sync(WS_ORDER_BAR + NC + wg, 128);  // this consumer's warps only
     }
-    const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s[wg]);
+    auto weight = [&](int j) {
+      if constexpr (WREG) return wr[j];
+      else return *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig);
+    };
+    const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_all + wg * (NQ * D));
     const u8* frag0 = ring_s + (16 * wq + gid) * ROW + (D / 4) * tig;
 
     auto tile_hit = [&](int base) {
@@ -956,9 +985,12 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
 #pragma unroll
         for (int c = 0; c < NCH; ++c)
           asm volatile("" : "+r"(kt.k[h][c].x), "+r"(kt.k[h][c].y), "+r"(kt.k[h][c].z), "+r"(kt.k[h][c].w));
-      // Ping-pong: consumer 0 issues tile t, then consumer 1 tile t, then consumer 0 tile t + 1, ...
-      if (wg == 1 || i > 0) named_bar_sync(WS_ORDER_BAR + wg, 256);
-      const bool pass_turn = !(wg == 1 && t + 1 == tile_end);  // every arrive meets a sync
+      // ORDER (ping-pong): consumer 0 issues tile t, then consumer 1 tile t, ..., then consumer 0 tile t + 1.
+      // Consumer c waits on barrier 1 + c and passes the turn on barrier 1 + (c + 1) % NC; consumer 0 skips its
+      // first wait and the last consumer its last pass, so every arrive meets a sync.
+      if (ORDER && (wg > 0 || i > 0)) named_bar_sync(WS_ORDER_BAR + wg, 256);
+      const bool pass_turn = ORDER && !(wg == NC - 1 && t + 1 == tile_end);
+      const int next_bar = WS_ORDER_BAR + (wg + 1) % NC;
       if (hit) {
         fence_regs(acc);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -971,12 +1003,12 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
         }
         fence_regs(acc);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        if (pass_turn) named_bar_arrive(WS_ORDER_BAR + 1 - wg, 256);
+        if (pass_turn) named_bar_arrive(next_bar, 256);
         mbar_arrive(empty0 + 8 * stage);  // the fragments are in registers (the wgmma has read them)
         wgmma_wait<0>();
         fence_regs(acc);
       } else {
-        if (pass_turn) named_bar_arrive(WS_ORDER_BAR + 1 - wg, 256);
+        if (pass_turn) named_bar_arrive(next_bar, 256);
         mbar_arrive(empty0 + 8 * stage);
       }
       if (++stage == WS_STAGES) {
@@ -992,10 +1024,11 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
 #pragma unroll
         for (int j = 0; j < NQ / 8; ++j) {
           const int r = j / (H / 8);
-          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), wr[j].x, part[2 * r]);
-          part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), wr[j].y, part[2 * r]);
-          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), wr[j].x, part[2 * r + 1]);
-          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), wr[j].y, part[2 * r + 1]);
+          const float2 w = weight(j);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
         }
         if constexpr (V >= 4) {
           reduce_scatter<V / 2>(part, res, tig);
@@ -1020,6 +1053,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma path, f32 FMNMX+FFMA head reduce on the CUDA cores
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma path, bf16 MMA head reduce (mirror of gfx950's _mr)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ws    warp-specialised wgmma path (producer + 2 ping-pong consumers)
+//   ..._ws3 / _ws4 / _ws4n                      the same with 3 / 4 consumers in issue order / 4 unordered
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync path (kept as the simple, independent baseline)
 //   (the experimental symbols: kernels/experimental/fp8_mqa_logits_sm90_experiments.cu)
 #define KERNEL_PARAMS                                                                                      \
@@ -1041,12 +1075,16 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       KERNEL_PARAMS) {                                                                                \
     fp8_mqa_logits_body<H, D, BM, 2>(KERNEL_ARGS);                                                    \
   }
-#define INSTANTIATE_ws(H, D, BM)                                                                        \
-  extern "C" __global__ void __launch_bounds__(WS_THREADS, 1) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_ws( \
-      KERNEL_PARAMS) {                                                                                   \
-    fp8_mqa_logits_ws_body<H, D, BM>(q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, \
-                                     N, split_n, flags);                                                 \
+#define WS_KERNEL(H, D, BM, SUFFIX, NC, ORDER)                                                          \
+  extern "C" __global__ void __launch_bounds__(ws_threads<NC>(), 1)                                      \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS) {                               \
+    fp8_mqa_logits_ws_body<H, D, BM, NC, ORDER>(q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,  \
+                                                out_row_stride, M, N, split_n, flags);                   \
   }
+#define INSTANTIATE_ws(H, D, BM) WS_KERNEL(H, D, BM, ws, 2, true)
+#define INSTANTIATE_ws3(H, D, BM) WS_KERNEL(H, D, BM, ws3, 3, true)
+#define INSTANTIATE_ws4(H, D, BM) WS_KERNEL(H, D, BM, ws4, 4, true)
+#define INSTANTIATE_ws4n(H, D, BM) WS_KERNEL(H, D, BM, ws4n, 4, false)
 #define INSTANTIATE(H, D, BM, IMPL) INSTANTIATE_##IMPL(H, D, BM)
 
 // kernels/experimental/ includes this file for its pieces and instantiates its own VARIANTS after its macros.
