@@ -730,18 +730,22 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
 // ===================================================================================================
 constexpr int WS_STAGES = 6;          // K tiles in flight; mirrored by WS_STAGES in rawindexer/dispatch/sm90.py
 constexpr int WS_ORDER_BAR = 1;       // named barriers 1..NC: the consumers' wgmma issue order (0 = __syncthreads)
-// NC consumer warpgroups: 128 * (1 + NC) threads; what the producer warpgroup gives back goes to them.
+// NC consumer warpgroups: 128 * (1 + NC) threads. setmaxnreg.inc draws on the CTA's own pool (SASS:
+// USETMAXREG.TRY_ALLOC.CTAPOOL), which holds only what the producer warpgroup gave back with setmaxnreg.dec, so
+//   NC * (consumer - entry) <= entry - producer,   entry = the registers per thread the block launched with
+// (65536 / threads rounded down to 8, as ptxas allocates under __launch_bounds__(threads, 1)). An increase past
+// that waits forever: the first 4-consumer build asked for 120 with entry 96 and producer 32 and hung on the H200.
 template <int NC>
 __host__ __device__ constexpr int ws_threads() { return 128 * (1 + NC); }
 template <int NC>
-__host__ __device__ constexpr int ws_producer_regs() {  // 32 at NC = 4: 128 * 32 + 512 * 120 = 64K
-  return NC >= 4 ? 32 : 40;
-}
+__host__ __device__ constexpr int ws_entry_regs() { return 65536 / ws_threads<NC>() / 8 * 8; }
 template <int NC>
-__host__ __device__ constexpr int ws_consumer_regs() {  // the rest of the 64K, a multiple of 8, at most 240
-  return (65536 - 128 * ws_producer_regs<NC>()) / (128 * NC) / 8 * 8 > 240
+__host__ __device__ constexpr int ws_producer_regs() { return NC >= 4 ? 24 : 40; }  // 24: the ISA minimum
+template <int NC>
+__host__ __device__ constexpr int ws_consumer_regs() {
+  return (ws_entry_regs<NC>() + (ws_entry_regs<NC>() - ws_producer_regs<NC>()) / NC) / 8 * 8 > 240
              ? 240
-             : (65536 - 128 * ws_producer_regs<NC>()) / (128 * NC) / 8 * 8;
+             : (ws_entry_regs<NC>() + (ws_entry_regs<NC>() - ws_producer_regs<NC>()) / NC) / 8 * 8;
 }
 // Dynamic shared memory of one block (the host computes the same sum, rawindexer/dispatch/sm90.py):
 //   Q of every consumer (NC * NQ * D) | the K ring (WS_STAGES * 64 * D) | the weights (NC * NQ floats)
@@ -799,6 +803,8 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   constexpr int THREADS = ws_threads<NC>();
   constexpr bool WREG = NC <= 3;  // weights in registers (32 at N = 128) while the register budget allows it
   static_assert(BM % NC == 0, "BLOCK_M splits evenly over the consumers");
+  static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
+                "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
   static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M / 2 * H must be 64, 128 or 256");
   static_assert(D % 64 == 0, "D must be a multiple of 64");
   constexpr int KS = D / 32, NCH = D / 64, TILE = 64, NACC = NQ / 2;
@@ -966,13 +972,14 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       // their two chunks in the other order (8 distinct 16-byte bank groups per instruction), then swap back.
       WgTile<NCH> kt;
       const u8* fr = frag0 + stage * STAGE_BYTES;
-      const int flip = NCH == 2 ? (gid & 1) : 0;
+      constexpr bool FLIP = NCH == 2 && NC < 4;  // NC = 4: no registers to spare for the swap (2-way conflicts)
+      const int flip = FLIP ? (gid & 1) : 0;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
 #pragma unroll
         for (int c = 0; c < NCH; ++c)
           kt.k[h][c] = *reinterpret_cast<const uint4*>(fr + h * 8 * ROW + 16 * (c ^ flip));
-        if constexpr (NCH == 2) {
+        if constexpr (FLIP) {
           const uint4 a = kt.k[h][0], b = kt.k[h][1];
           kt.k[h][0] = flip ? b : a;
           kt.k[h][1] = flip ? a : b;
