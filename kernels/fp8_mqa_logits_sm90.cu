@@ -709,6 +709,44 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   }
 }
 
+// SS form (v6 experiments, ws "wss"): A (the K tile) from shared memory too, both operands through matrix descriptors.
+__device__ __forceinline__ void wgmma_ss_m64n64k32(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_ss_m64n128k32(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_ss_m64n256k32(float (&d)[128], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+template <int N>
+__device__ __forceinline__ void wgmma_ss_k32(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
+  if constexpr (N == 64) wgmma_ss_m64n64k32(d, da, db, acc);
+  else if constexpr (N == 128) wgmma_ss_m64n128k32(d, da, db, acc);
+  else {
+    static_assert(N == 256, "SS wgmma N: 64, 128 or 256");
+    wgmma_ss_m64n256k32(d, da, db, acc);
+  }
+}
+
 // ===================================================================================================
 // Warp-specialised wgmma path (impl "ws", docs/PERFORMANCE.md v7).
 //
@@ -727,6 +765,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
 //     registers. The two consumers take turns issuing their wgmmas (named barriers 1 and 2, CUTLASS's
 //     "ping-pong"), so the tensor core runs one warpgroup's tile while the other does its epilogue.
 //   * setmaxnreg moves registers from the producer warpgroup (40) to the consumers (232).
+//   The same body, templated on NC consumers (ORDER: the turn-taking above; SS: both operands from shared memory,
+//   see fp8_mqa_logits_ws_body), gives the experiment forms ws3 / ws4 / ws4n / wss (bench/race_sm90.py --build).
 // ===================================================================================================
 constexpr int WS_STAGES = 6;          // K tiles in flight; mirrored by WS_STAGES in rawindexer/dispatch/sm90.py
 constexpr int WS_ORDER_BAR = 1;       // named barriers 1..NC: the consumers' wgmma issue order (0 = __syncthreads)
@@ -740,7 +780,7 @@ __host__ __device__ constexpr int ws_threads() { return 128 * (1 + NC); }
 template <int NC>
 __host__ __device__ constexpr int ws_entry_regs() { return 65536 / ws_threads<NC>() / 8 * 8; }
 template <int NC>
-__host__ __device__ constexpr int ws_producer_regs() { return NC >= 4 ? 24 : 40; }  // 24: the ISA minimum
+__host__ __device__ constexpr int ws_producer_regs() { return NC >= 4 ? 32 : 40; }  // NC = 4: 96 + 64 / 4 = 112
 template <int NC>
 __host__ __device__ constexpr int ws_consumer_regs() {
   return (ws_entry_regs<NC>() + (ws_entry_regs<NC>() - ws_producer_regs<NC>()) / NC) / 8 * 8 > 240
@@ -790,7 +830,22 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
 }
 
-template <int H, int D, int BM, int NC, bool ORDER>
+// 16-byte cp.async that bypasses L1 (.cg); src_bytes = 0 writes zeros (a token past the window).
+__device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+// Arrives on `bar` once every cp.async this thread issued before it has landed (count not incremented: the
+// barrier's expected count includes these arrivals).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+
+// SS = false: the K tile is read into registers (RS wgmma), filled by one cp.async.bulk per tile (row-major).
+// SS = true ("wss", experiment): both wgmma operands from shared memory, so the consumers hold no K registers
+// (4 consumers fit in 112 registers); the K tile must then be in core-matrix layout, which a one-dimensional
+// bulk copy cannot produce, so warps 0-1 of the producer warpgroup build it with 16-byte cp.async.cg (8 lanes
+// per 128-byte core-matrix row: conflict-free) completed by cp.async.mbarrier.arrive; warps 2-3 do the fill.
+template <int H, int D, int BM, int NC, bool ORDER, bool SS>
 __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q, const u8* __restrict__ k,
                                                        const float* __restrict__ kv_scale,
                                                        const float* __restrict__ weights,
@@ -805,7 +860,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   static_assert(BM % NC == 0, "BLOCK_M splits evenly over the consumers");
   static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
                 "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
-  static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M / 2 * H must be 64, 128 or 256");
+  static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M / NC * H must be 64, 128 or 256");
   static_assert(D % 64 == 0, "D must be a multiple of 64");
   constexpr int KS = D / 32, NCH = D / 64, TILE = 64, NACC = NQ / 2;
   constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
@@ -831,7 +886,8 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
   stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
-  // Q of consumer c = rows [c * BMW, (c + 1) * BMW), in the permuted core-matrix layout of the "wg" path.
+  // Q of consumer c = rows [c * BMW, (c + 1) * BMW): RS in the permuted core-matrix layout of the "wg" path (the
+  // A fragments carry the same permutation), SS in natural depth order (the K tile is in natural order too).
   for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
     const int c = idx / (NQ * (D / 16));
     const int rest = idx % (NQ * (D / 16));
@@ -840,22 +896,28 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
     const int r = c * BMW + n / H;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
-    const int owner = d0 / (D / 4);
-    const int s0 = (d0 % (D / 4)) / 8;
-    u8* row = q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
+    if constexpr (SS) {
+      *reinterpret_cast<uint4*>(q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;
+    } else {
+      const int owner = d0 / (D / 4);
+      const int s0 = (d0 % (D / 4)) / 8;
+      u8* row = q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const int kc = 2 * (s0 + w / 2) + (w % 2);
-      *reinterpret_cast<uint32_t*>(row + kc * LBO) = word(v, w);
+      for (int w = 0; w < 4; ++w) {
+        const int kc = 2 * (s0 + w / 2) + (w % 2);
+        *reinterpret_cast<uint32_t*>(row + kc * LBO) = word(v, w);
+      }
     }
   }
+  constexpr int PRODUCERS = SS ? 64 : 1;  // threads that fill the ring (SS: warps 0-1; RS: one lane)
+  constexpr int FILL_WARP0 = SS ? 2 : 1;  // the producer warpgroup's warps from here on do the -inf fill
   const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(full_bar);
   const uint32_t empty0 = (uint32_t)__cvta_generic_to_shared(empty_bar);
   const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < WS_STAGES; ++s) {
-      mbar_init(full0 + 8 * s, 1);                     // the producer's arrive.expect_tx
+      mbar_init(full0 + 8 * s, PRODUCERS);  // RS: the arrive.expect_tx; SS: each producer thread's cp.async arrive
       mbar_init(empty0 + 8 * s, 128 * NC);   // every consumer thread, once its fragments are read
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -881,7 +943,35 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
 
   if (wgi == 0) {
     setmaxnreg_dec<ws_producer_regs<NC>()>();
-    if (warp == 0) {
+    if (SS && warp < FILL_WARP0) {
+      if constexpr (SS) {
+        // PRODUCER (SS): chunk c of a tile = token 8 * (c / (8 * D/16)) + c % 8, depth chunk (c / 8) % (D/16),
+        // stored at its core-matrix place; tokens past hi are zero-filled.
+        static_assert(PRODUCERS % (8 * (D / 16)) == 0, "each producer thread keeps one (token % 8, chunk) place");
+        constexpr int TH_STEP = PRODUCERS / (8 * (D / 16));  // 8-token groups advanced per copy of one thread
+        const int t8 = tid % 8, kc = (tid / 8) % (D / 16), th0 = tid / (8 * (D / 16));
+        const uint32_t dst_lane = th0 * SBO + kc * LBO + t8 * 16;
+        const u8* src_lane = k + 16 * kc;
+        int stage = 0;
+        uint32_t phase = 0;
+        for (int t = tile_begin, i = 0; t < tile_end; ++t, ++i) {
+          if (i >= WS_STAGES) mbar_wait(empty0 + 8 * stage, phase ^ 1);
+          const int tok0 = lo + t * TILE + 8 * th0 + t8;
+          const uint32_t dst0 = ring0 + stage * STAGE_BYTES + dst_lane;
+#pragma unroll
+          for (int j = 0; j < TILE / 8 / TH_STEP; ++j) {
+            const int tok = tok0 + 8 * TH_STEP * j;
+            const bool in = tok < hi;
+            cp_async16_zfill(dst0 + j * TH_STEP * SBO, src_lane + (i64)(in ? tok : lo) * D, in ? 16u : 0u);
+          }
+          cp_async_mbar_arrive(full0 + 8 * stage);
+          if (++stage == WS_STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    } else if (!SS && warp == 0) {
       // PRODUCER (one lane): one copy per tile; tokens past hi are not fetched (their logits are never stored).
       int stage = 0;
       uint32_t phase = 0;
@@ -898,8 +988,8 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       }
     } else if (clean) {
       // DESIGN: fused -inf fill, here overlapped with the consumers' tiles (disjoint columns).
-      const int worker = split * 3 + (warp - 1);  // warps 1-3 of the producer warpgroup
-      const int workers = split_n * 3;
+      const int worker = split * (4 - FILL_WARP0) + (warp - FILL_WARP0);  // the producer warpgroup's other warps
+      const int workers = split_n * (4 - FILL_WARP0);
       const bool vec4 = flags & FLAG_VEC4_FILL;
       for (int r = 0; r < nrows; ++r) {
         float* dst_row = out + (i64)(m0 + r) * out_row_stride;
@@ -968,30 +1058,35 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       const float sc1 = __ldg(kv_scale + min(tok0 + 8, hi - 1));
       const bool hit = tile_hit(base);
       mbar_wait(full0 + 8 * stage, phase);
-      // Rows are D bytes apart, so at D = 128 the 8 gids of one LDS.128 would hit the same banks: odd gids read
-      // their two chunks in the other order (8 distinct 16-byte bank groups per instruction), then swap back.
-      WgTile<NCH> kt;
-      const u8* fr = frag0 + stage * STAGE_BYTES;
-      constexpr bool FLIP = NCH == 2 && NC < 4;  // NC = 4: no registers to spare for the swap (2-way conflicts)
-      const int flip = FLIP ? (gid & 1) : 0;
+      WgTile<SS ? 1 : NCH> kt;
+      if constexpr (SS) {
+        // cp.async wrote the tile through the generic proxy; wgmma reads it through the async proxy.
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      } else {
+        // Rows are D bytes apart, so at D = 128 the 8 gids of one LDS.128 would hit the same banks: odd gids read
+        // their two chunks in the other order (8 distinct 16-byte bank groups per instruction), then swap back.
+        const u8* fr = frag0 + stage * STAGE_BYTES;
+        constexpr bool FLIP = NCH == 2 && NC < 4;  // NC = 4: no registers to spare for the swap (2-way conflicts)
+        const int flip = FLIP ? (gid & 1) : 0;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < 2; ++h) {
 #pragma unroll
-        for (int c = 0; c < NCH; ++c)
-          kt.k[h][c] = *reinterpret_cast<const uint4*>(fr + h * 8 * ROW + 16 * (c ^ flip));
-        if constexpr (FLIP) {
-          const uint4 a = kt.k[h][0], b = kt.k[h][1];
-          kt.k[h][0] = flip ? b : a;
-          kt.k[h][1] = flip ? a : b;
+          for (int c = 0; c < NCH; ++c)
+            kt.k[h][c] = *reinterpret_cast<const uint4*>(fr + h * 8 * ROW + 16 * (c ^ flip));
+          if constexpr (FLIP) {
+            const uint4 a = kt.k[h][0], b = kt.k[h][1];
+            kt.k[h][0] = flip ? b : a;
+            kt.k[h][1] = flip ? a : b;
+          }
         }
+        // Materialise the swapped fragments before the first wgmma: built lazily, they shared 4 registers and
+        // ptxas then waited for each wgmma before building the next one's A (DEPBAR after every QGMMA).
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int c = 0; c < NCH; ++c)
+            asm volatile("" : "+r"(kt.k[h][c].x), "+r"(kt.k[h][c].y), "+r"(kt.k[h][c].z), "+r"(kt.k[h][c].w));
       }
-      // Materialise the swapped fragments before the first wgmma: built lazily, they shared 4 registers and
-      // ptxas then waited for each wgmma before building the next one's A (DEPBAR after every QGMMA).
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int c = 0; c < NCH; ++c)
-          asm volatile("" : "+r"(kt.k[h][c].x), "+r"(kt.k[h][c].y), "+r"(kt.k[h][c].z), "+r"(kt.k[h][c].w));
       // ORDER (ping-pong): consumer 0 issues tile t, then consumer 1 tile t, ..., then consumer 0 tile t + 1.
       // Consumer c waits on barrier 1 + c and passes the turn on barrier 1 + (c + 1) % NC; consumer 0 skips its
       // first wait and the last consumer its last pass, so every arrive meets a sync.
@@ -1003,17 +1098,23 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int s = 0; s < KS; ++s) {
-          const int c = s / 2, s2 = s % 2;
-          const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2), word(kt.k[0][c], 2 * s2 + 1),
-                                 word(kt.k[1][c], 2 * s2 + 1)};
-          wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
+          if constexpr (SS) {
+            wgmma_ss_k32<NQ>(acc, smem_desc(ring0 + stage * STAGE_BYTES + 256 * s, LBO, SBO),
+                             smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
+          } else {
+            const int c = s / 2, s2 = s % 2;
+            const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2), word(kt.k[0][c], 2 * s2 + 1),
+                                   word(kt.k[1][c], 2 * s2 + 1)};
+            wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
+          }
         }
         fence_regs(acc);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         if (pass_turn) named_bar_arrive(next_bar, 256);
-        mbar_arrive(empty0 + 8 * stage);  // the fragments are in registers (the wgmma has read them)
+        if (!SS) mbar_arrive(empty0 + 8 * stage);  // RS: the fragments are in registers (the wgmma has read them)
         wgmma_wait<0>();
         fence_regs(acc);
+        if (SS) mbar_arrive(empty0 + 8 * stage);  // SS: the wgmma has finished reading the tile
       } else {
         if (pass_turn) named_bar_arrive(next_bar, 256);
         mbar_arrive(empty0 + 8 * stage);
@@ -1022,7 +1123,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
         stage = 0;
         phase ^= 1;
       }
-      // Exact f32 head reduction (as "wg"), weights from registers, kv_scale after the reduce.
+      // Exact f32 head reduction (as "wg"), weights from registers (WREG) or shared memory, kv_scale after it.
       float res[VPL];
       if (hit) {
         float part[V];
@@ -1061,6 +1162,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma path, bf16 MMA head reduce (mirror of gfx950's _mr)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ws    warp-specialised wgmma path (producer + 2 ping-pong consumers)
 //   ..._ws3 / _ws4 / _ws4n                      the same with 3 / 4 consumers in issue order / 4 unordered
+//   ..._wss                                     4 unordered consumers, SS wgmma, K ring built with cp.async
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync path (kept as the simple, independent baseline)
 //   (the experimental symbols: kernels/experimental/fp8_mqa_logits_sm90_experiments.cu)
 #define KERNEL_PARAMS                                                                                      \
@@ -1082,16 +1184,17 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       KERNEL_PARAMS) {                                                                                \
     fp8_mqa_logits_body<H, D, BM, 2>(KERNEL_ARGS);                                                    \
   }
-#define WS_KERNEL(H, D, BM, SUFFIX, NC, ORDER)                                                          \
+#define WS_KERNEL(H, D, BM, SUFFIX, NC, ORDER, SS)                                                          \
   extern "C" __global__ void __launch_bounds__(ws_threads<NC>(), 1)                                      \
       fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS) {                               \
-    fp8_mqa_logits_ws_body<H, D, BM, NC, ORDER>(q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,  \
+    fp8_mqa_logits_ws_body<H, D, BM, NC, ORDER, SS>(q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, \
                                                 out_row_stride, M, N, split_n, flags);                   \
   }
-#define INSTANTIATE_ws(H, D, BM) WS_KERNEL(H, D, BM, ws, 2, true)
-#define INSTANTIATE_ws3(H, D, BM) WS_KERNEL(H, D, BM, ws3, 3, true)
-#define INSTANTIATE_ws4(H, D, BM) WS_KERNEL(H, D, BM, ws4, 4, true)
-#define INSTANTIATE_ws4n(H, D, BM) WS_KERNEL(H, D, BM, ws4n, 4, false)
+#define INSTANTIATE_ws(H, D, BM) WS_KERNEL(H, D, BM, ws, 2, true, false)
+#define INSTANTIATE_ws3(H, D, BM) WS_KERNEL(H, D, BM, ws3, 3, true, false)
+#define INSTANTIATE_ws4(H, D, BM) WS_KERNEL(H, D, BM, ws4, 4, true, false)
+#define INSTANTIATE_ws4n(H, D, BM) WS_KERNEL(H, D, BM, ws4n, 4, false, false)
+#define INSTANTIATE_wss(H, D, BM) WS_KERNEL(H, D, BM, wss, 4, false, true)   // SS, 4 consumers, no issue order
 #define INSTANTIATE(H, D, BM, IMPL) INSTANTIATE_##IMPL(H, D, BM)
 
 // kernels/experimental/ includes this file for its pieces and instantiates its own VARIANTS after its macros.

@@ -20,7 +20,9 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
   warp filling a WS_STAGES-deep ring of K tiles with cp.async.bulk + mbarriers, two consumer warpgroups (each half
   of the block's rows, N = 128) taking turns on the tensor core, the -inf fill on the producer's spare warps;
   num_warps is always 12 and SplitN is picked for whole waves of one block per SM
-* ``ws3`` / ``ws4`` -- the same with 3 / 4 consumer warpgroups (issue order kept); ``ws4n`` 4 consumers, no order
+* ``ws3`` / ``ws4`` -- the same with 3 / 4 consumer warpgroups (issue order kept); ``ws4n`` 4 consumers, no order;
+  ``wss`` 4 unordered consumers with both wgmma operands in shared memory, the K ring built by two producer warps
+  with 16-byte cp.async (core-matrix layout); these four are built only by ``bench/race_sm90.py --build``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
 
@@ -41,13 +43,13 @@ MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
 TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "wf": 64, "wa": 64, "wfs": 64, "was": 64,
                "ss": 64, "ssx": 64, "ssd": 64, "ssn": 64, "ssxn": 64, "ss4": 64, "ssx4": 64, "ssa": 64, "ssxa": 64, "wfx": 64, "wfd": 64,
-               "ws": 64, "ws3": 64, "ws4": 64, "ws4n": 64, "mma": 32}
+               "ws": 64, "ws3": 64, "ws4": 64, "ws4n": 64, "wss": 64, "mma": 32}
 #: v6 SS-form implementations: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
 SS_IMPLS = ("ss", "ssx", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
 SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_experiments.cu (4 for the "ss4" / "ssx4" builds)
 #: warp-specialised impls -> consumer warpgroups per block (block = 1 producer warpgroup + these; rows per
 #: consumer = block_m / consumers); K ring depth (WS_STAGES in the kernel source)
-WS_CONSUMERS = {"ws": 2, "ws3": 3, "ws4": 4, "ws4n": 4}
+WS_CONSUMERS = {"ws": 2, "ws3": 3, "ws4": 4, "ws4n": 4, "wss": 4}
 WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
