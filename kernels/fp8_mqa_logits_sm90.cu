@@ -834,17 +834,21 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
-// Arrives on `bar` once every cp.async this thread issued before it has landed (count not incremented: the
-// barrier's expected count includes these arrivals).
-__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait_groups() {  // at most N of this thread's groups still in flight
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // SS = false: the K tile is read into registers (RS wgmma), filled by one cp.async.bulk per tile (row-major).
 // SS = true ("wss", experiment): both wgmma operands from shared memory, so the consumers hold no K registers
 // (4 consumers fit in 112 registers); the K tile must then be in core-matrix layout, which a one-dimensional
 // bulk copy cannot produce, so warps 0-1 of the producer warpgroup build it with 16-byte cp.async.cg (8 lanes
-// per 128-byte core-matrix row: conflict-free) completed by cp.async.mbarrier.arrive; warps 2-3 do the fill.
+// per 128-byte core-matrix row: conflict-free); warps 2-3 do the fill. A stage is signalled WS_SS_LAG tiles
+// later, after cp.async.wait_group + fence.proxy.async in the writing threads (generic-proxy writes read by
+// wgmma's async proxy), so the consumers need no fence of their own (on them it would be a MEMBAR.ALL.CTA
+// waiting for their own previous stores every tile).
+constexpr int WS_SS_LAG = 3;  // tiles of copies in flight per producer thread, < WS_STAGES
 template <int H, int D, int BM, int NC, bool ORDER, bool SS>
 __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q, const u8* __restrict__ k,
                                                        const float* __restrict__ kv_scale,
@@ -917,7 +921,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < WS_STAGES; ++s) {
-      mbar_init(full0 + 8 * s, PRODUCERS);  // RS: the arrive.expect_tx; SS: each producer thread's cp.async arrive
+      mbar_init(full0 + 8 * s, PRODUCERS);  // RS: the arrive.expect_tx; SS: each producer thread, once its copies landed
       mbar_init(empty0 + 8 * s, 128 * NC);   // every consumer thread, once its fragments are read
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -952,8 +956,13 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
         const int t8 = tid % 8, kc = (tid / 8) % (D / 16), th0 = tid / (8 * (D / 16));
         const uint32_t dst_lane = th0 * SBO + kc * LBO + t8 * 16;
         const u8* src_lane = k + 16 * kc;
-        int stage = 0;
+        static_assert(WS_SS_LAG < WS_STAGES, "a stage is signalled before the producer waits to refill it");
+        int stage = 0, signal = 0, issued = 0;
         uint32_t phase = 0;
+        auto signal_next = [&] {
+          mbar_arrive(full0 + 8 * signal);
+          signal = signal == WS_STAGES - 1 ? 0 : signal + 1;
+        };
         for (int t = tile_begin, i = 0; t < tile_end; ++t, ++i) {
           if (i >= WS_STAGES) mbar_wait(empty0 + 8 * stage, phase ^ 1);
           const int tok0 = lo + t * TILE + 8 * th0 + t8;
@@ -964,12 +973,21 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
             const bool in = tok < hi;
             cp_async16_zfill(dst0 + j * TH_STEP * SBO, src_lane + (i64)(in ? tok : lo) * D, in ? 16u : 0u);
           }
-          cp_async_mbar_arrive(full0 + 8 * stage);
+          cp_async_commit_group();
+          if (i >= WS_SS_LAG) {  // tile i - WS_SS_LAG has landed: make it visible to wgmma, then signal it
+            cp_async_wait_groups<WS_SS_LAG>();
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            signal_next();
+          }
+          issued = i + 1;
           if (++stage == WS_STAGES) {
             stage = 0;
             phase ^= 1;
           }
         }
+        cp_async_wait_groups<0>();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        for (int r = 0; r < min(issued, WS_SS_LAG); ++r) signal_next();
       }
     } else if (!SS && warp == 0) {
       // PRODUCER (one lane): one copy per tile; tokens past hi are not fetched (their logits are never stored).
@@ -1059,10 +1077,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       const bool hit = tile_hit(base);
       mbar_wait(full0 + 8 * stage, phase);
       WgTile<SS ? 1 : NCH> kt;
-      if constexpr (SS) {
-        // cp.async wrote the tile through the generic proxy; wgmma reads it through the async proxy.
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-      } else {
+      if constexpr (!SS) {
         // Rows are D bytes apart, so at D = 128 the 8 gids of one LDS.128 would hit the same banks: odd gids read
         // their two chunks in the other order (8 distinct 16-byte bank groups per instruction), then swap back.
         const u8* fr = frag0 + stage * STAGE_BYTES;
