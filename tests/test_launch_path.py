@@ -17,7 +17,7 @@ from rawindexer.grading import grade
 from rawindexer.reference import fp8_mqa_logits_ref
 from rawindexer.validation import ValidationError
 
-from fake_cuda import CTX_BASE, install, stream_of
+from fake_cuda import CTX_BASE, install, stream_of, use_raw_route
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,25 +47,42 @@ def check(host, out, clean=True):
 # ---------------------------------------------------------------------------------------------------
 # fake "GPU arrays": host memory announced as CUDA device memory through DLPack (the fake driver never reads it)
 # ---------------------------------------------------------------------------------------------------
+def aligned_copy(a: np.ndarray, pad_cols: int = 0, fill: float | None = None) -> np.ndarray:
+    """``a`` (or a ``fill``-ed array of its shape, rows widened by pad_cols) at a 256-byte aligned address, as
+    device allocators hand out: plans are cached per pointer alignment, so tests that count plans must not see the
+    allocator's varying low address bits."""
+    shape = a.shape[:-1] + (a.shape[-1] + pad_cols,) if pad_cols else a.shape
+    raw = np.empty(a.dtype.itemsize * int(np.prod(shape)) + 256, np.uint8)
+    skip = -raw.ctypes.data % 256
+    out = raw[skip:skip + a.dtype.itemsize * int(np.prod(shape))].view(a.dtype).reshape(shape)
+    if fill is None:
+        out[...] = a
+    else:
+        out.fill(fill)
+    return out
+
+
 def gpu_arrays(host: dict, device_id: int) -> dict:
     out = {}
     for name, a in host.items():
         dt = "float8_e4m3fn" if a.dtype == np.uint8 else a.dtype.name
+        a = aligned_copy(a)
         out[name] = dlpack.DLPackArray(a.ctypes.data, a.shape, dt, (dlpack.DL_CUDA, device_id), owner=a)
     return out
 
 
 def gpu_out(M, N, device_id, pad=0):
-    buf = np.full((M, N + pad), np.nan, np.float32)
+    buf = aligned_copy(np.empty((M, N), np.float32), pad_cols=pad, fill=np.nan)
     return dlpack.DLPackArray(buf.ctypes.data, (M, N), "float32", (dlpack.DL_CUDA, device_id),
                               strides=(N + pad, 1), owner=buf)
 
 
-@pytest.fixture
-def cuda2(monkeypatch):
-    """A fake two-GPU node behind the cuda backend; the 'framework's current stream' of each device and thread
-    is stream_of(device, thread slot)."""
+@pytest.fixture(params=["bindings", "ctypes", "shim"])
+def cuda2(monkeypatch, request):
+    """A fake two-GPU node behind the cuda backend, on each per-call route (cuda-bindings, plain ctypes, the C
+    launcher); the 'framework's current stream' of each device and thread is stream_of(device, thread slot)."""
     drv = install(monkeypatch, count=2)
+    use_raw_route(monkeypatch, drv, request.param)
     from rawindexer import backends
 
     monkeypatch.setattr(backends, "_instances", {})
@@ -260,6 +277,104 @@ def test_raw_launch_uses_the_same_path(cuda2):
         rawindexer.launch(*[1 << 20] * 6, -16, M=64, N=1000, num_heads=64, head_dim=128, device="cuda")
     assert rawindexer.launch(*[1 << 20] * 7, M=0, N=1000, num_heads=64, head_dim=128, device="cuda") is None
     api._RAW.clear()
+
+
+@needs_sm90
+def test_the_route_under_test_is_the_one_taken(cuda2, request):
+    from rawindexer import backends
+
+    api._RAW.clear()
+    rawindexer.launch(*[0x100000 * (i + 1) for i in range(7)], M=64, N=1000, num_heads=64, head_dim=128,
+                      stream=stream_of(0, 5), device="cuda")
+    raw = backends.get_backend("cuda")._raw
+    route = request.node.callspec.params["cuda2"]
+    assert (raw is None) == (route == "bindings")
+    assert (raw is not None and raw.shim is not None) == (route == "shim")
+    assert cuda2.launches()[-1][1][4] == stream_of(0, 5)
+    api._RAW.clear()
+
+
+# ---------------------------------------------------------------------------------------------------
+# the torch hot path (torch CPU tensors sent down the CUDA route of the fake driver: what a CUDA tensor would do)
+# ---------------------------------------------------------------------------------------------------
+@pytest.fixture
+def torch_on_cuda2(cuda2, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from rawindexer import backends
+
+    monkeypatch.setitem(backends.BACKEND_FOR_DEVICE_TYPE, 1, "cuda")  # CPU tensors take the CUDA route
+    streams = {"now": stream_of(0, 1)}
+    monkeypatch.setattr(api, "_torch_raw_stream", lambda device_id: streams["now"])
+    return torch, streams
+
+
+def torch_args(torch, host: dict) -> list:
+    return [torch.from_numpy(aligned_copy(a)).view(torch.float8_e4m3fn) if a.dtype == np.uint8
+            else torch.from_numpy(aligned_copy(a)) for a in host.values()]
+
+
+def torch_out(torch, M, N, pad=0):
+    buf = torch.from_numpy(aligned_copy(np.empty((M, N), np.float32), pad_cols=pad, fill=np.nan))
+    return buf[:, :N]
+
+
+@needs_sm90
+def test_torch_hot_path_hits_without_validation_and_launches_the_right_pointers(rng, cuda2, torch_on_cuda2,
+                                                                                 monkeypatch):
+    torch, streams = torch_on_cuda2
+    ind = rawindexer.Indexer(32, 128)
+    args, out = torch_args(torch, host_inputs(rng)), torch_out(torch, 6, 70)
+    assert ind(*args, out=out) is out  # first sight of torch: the DLPack route; second: the torch key
+    assert ind(*args, out=out) is out
+    ind(*args)  # and once without out= (a description of its own)
+    assert api._torch_key(tuple(args), True, out) in ind._shapes, "the inline key and _torch_key agree"
+    monkeypatch.setattr(api, "validate", lambda *a: pytest.fail("re-validated"))
+    family = api.family_for("sm_90a")
+    real_prepare, plans = family.prepare, []
+    monkeypatch.setattr(family, "prepare", lambda *a: plans.append(a) or real_prepare(*a))
+    n = len(cuda2.launches())
+    assert ind(*args, out=out) is out
+    streams["now"] = stream_of(0, 9)  # the caller switched streams: the next call follows it, no new plan
+    assert ind(*args, out=out) is out
+    assert ind(*args, out=out, stream=stream_of(0, 44)) is out
+    assert not plans
+    new = ind(*args)  # (torch's CPU allocator aligns to 64 bytes only: this may plan for a new alignment)
+    assert new.shape == (6, 70) and new.dtype == torch.float32
+    launches = cuda2.launches()[n:]
+    assert [c[1][4] for c in launches] == [stream_of(0, 1), stream_of(0, 9), stream_of(0, 44), stream_of(0, 9)]
+    want = tuple(a.data_ptr() for a in args)
+    assert [pointers_in(launched_kernargs(c)) for c in launches] == [want + (out.data_ptr(),)] * 3 + [
+        want + (new.data_ptr(),)]
+    assert all(c[2] == CTX_BASE for c in launches) and cuda2.current == 0
+
+
+@needs_sm90
+def test_torch_hot_path_never_reuses_a_description_it_did_not_validate(rng, cuda2, torch_on_cuda2):
+    torch, _ = torch_on_cuda2
+    ind = rawindexer.Indexer(32, 128)
+    host = host_inputs(rng)
+    args, out = torch_args(torch, host), torch_out(torch, 6, 70)
+    for _ in range(2):
+        ind(*args, out=out)
+    q, k, kv, w, ks, ke = args
+    wide_k = torch.from_numpy(aligned_copy(np.zeros((70, 256), np.uint8))).view(torch.float8_e4m3fn)[:, :128]
+    with pytest.raises(ValidationError, match=r"k_fp8: expected a contiguous row-major array, got strides \(256, 1\)"):
+        ind(q, wide_k, kv, w, ks, ke, out=out)  # same shape and dtype, other strides
+    with pytest.raises(ValidationError, match="kv_scale: expected float32, got dtype float64"):
+        ind(q, k, kv.double(), w, ks, ke, out=out)
+    with pytest.raises(ValidationError, match=r"weights: expected shape \(6, 32\)"):
+        ind(q, k, kv, torch.zeros((6, 33)), ks, ke, out=out)
+    with pytest.raises(ValidationError, match="out: expected a tensor that does not require grad"):
+        ind(*args, out=torch.zeros((6, 70), requires_grad=True))
+    with pytest.raises(ValidationError, match=r"out: expected shape \(6, 70\), got shape \(6, 71\)"):
+        ind(*args, out=torch_out(torch, 6, 71))
+    with pytest.raises(TypeError, match="clean_logits: expected a bool or an int"):
+        ind(*args, out=out, clean_logits="no")
+    # a padded out: a new plan with its row stride; clean_logits=0 is False's plan
+    ind(*args, out=torch_out(torch, 6, 70, pad=6))
+    assert int.from_bytes(launched_kernargs(cuda2.launches()[-1])[56:64], "little") == 76
+    ind(*args, out=out, clean_logits=0)
+    assert ind._shapes.get(api._torch_key(tuple(args), False, out)) is not None
 
 
 # ---------------------------------------------------------------------------------------------------
