@@ -45,13 +45,13 @@ $(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
 # ---- the C launcher of the CUDA backend's hot path ---------------------------------------------------------
 # One foreign call per launch (rawindexer/backends/csrc/cuda_launch.c); no libcuda link (the driver's entry points
 # are handed over at run time), so it builds anywhere with the ziglang clang and CI tests it against a fake driver.
-# The backend falls back to plain ctypes where it is absent.
+# The backend falls back to plain ctypes where it is absent. -mcpu=baseline: the build travels to other hosts.
 LAUNCHER := $(BUILD)/libri_cuda_launch.so
 all: $(LAUNCHER)
 
 $(LAUNCHER): rawindexer/backends/csrc/cuda_launch.c | install
 	@mkdir -p $(BUILD)
-	$(PYTHON) -m ziglang cc -shared -fPIC -O2 -Wall -Wextra -o $@ $<
+	$(PYTHON) -m ziglang cc -shared -fPIC -O2 -mcpu=baseline -Wall -Wextra -o $@ $<
 
 # ---- hip stand-in (tests only) ---------------------------------------------------------------------------
 # A C stand-in for libamdhip64.so that runs launches on the gfx950 emulator, so the real hip-python wheel

@@ -339,7 +339,8 @@ def test_torch_hot_path_hits_without_validation_and_launches_the_right_pointers(
     assert ind(*args, out=out, stream=stream_of(0, 44)) is out
     assert not plans
     new = ind(*args)  # (torch's CPU allocator aligns to 64 bytes only: this may plan for a new alignment)
-    assert new.shape == (6, 70) and new.dtype == torch.float32
+    assert new.shape == (6, 70) and new.dtype == torch.float32 and new.stride() == (70, 1)
+    assert not new.requires_grad and new.device == args[0].device
     launches = cuda2.launches()[n:]
     assert [c[1][4] for c in launches] == [stream_of(0, 1), stream_of(0, 9), stream_of(0, 44), stream_of(0, 9)]
     want = tuple(a.data_ptr() for a in args)
