@@ -514,8 +514,8 @@ def host_cost_table(reps: int = 200, rounds: int = 15) -> str:
         log(f"JAX row skipped: {type(exc).__name__}: {exc}")
     from rawindexer.backends import get_backend
 
-    raw = get_backend("cuda")._raw
-    route = "cuda-bindings" if raw is None else "ctypes" if raw.shim is None else "C launcher"
+    driver = get_backend("cuda")._raw  # (not "raw": the launch_pointers row's lambda reads that name)
+    route = "cuda-bindings" if driver is None else "ctypes" if driver.shim is None else "C launcher"
     lines = [f"host µs per call at ({M}, {N}) H={H} causal, clean_logits (GPU queue non-empty; median of {rounds} "
              f"rounds of {reps} calls; per-call CUDA route: {route})", "entry point\thost µs/call"]
     for name, fn in entries:
