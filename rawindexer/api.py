@@ -738,5 +738,18 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
                           block_m=block_m, split_n=split_n, num_warps=num_warps, unroll2=unroll2,
                           reverse_rows=reverse_rows, variant=variant)
         _RAW[key] = indexer
+    # The hot path: a description launch_pointers validated before, pointers of the allocators' alignment. Anything
+    # else (a new description, other alignments, a bad pointer or stream) goes through launch_pointers, which
+    # validates, plans and names what is wrong.
+    shape = indexer._shapes.get(("raw", M, N, out_row_stride, clean_logits, device_id))
+    if shape is not None and shape.aligned is not None and (clean_logits is True or clean_logits is False):
+        try:
+            if not (q_ptr | k_ptr | kv_scale_ptr | weights_ptr | cu_seqlen_ks_ptr | cu_seqlen_ke_ptr
+                    | out_ptr) & ALIGNMENT_BITS:
+                shape.aligned.go(stream, q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
+                                 out_ptr)
+                return shape.aligned.template
+        except (TypeError, OverflowError, struct.error):
+            pass  # launch_pointers below raises the error that names the argument
     return indexer.launch_pointers((q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
                                     out_ptr), M, N, out_row_stride, clean_logits, stream, device_id)

@@ -294,6 +294,33 @@ def test_the_route_under_test_is_the_one_taken(cuda2, request):
     api._RAW.clear()
 
 
+@needs_sm90
+def test_raw_launch_hot_path_still_names_bad_arguments(cuda2, request):
+    api._RAW.clear()
+    good = [0x100000 * (i + 1) for i in range(7)]
+    kw = dict(M=64, N=1000, num_heads=64, head_dim=128, device="cuda", device_id=1)
+    for _ in range(2):  # the second call takes the hot path
+        t = rawindexer.launch(*good, stream=stream_of(1, 5), **kw)
+    n = len(cuda2.launches())
+    with pytest.raises(TypeError, match="weights: expected an int device address, got float"):
+        rawindexer.launch(*good[:3], 1.5, *good[4:], stream=stream_of(1, 5), **kw)
+    with pytest.raises(ValueError, match=r"out: expected a device address in \[0, 2\*\*64\)"):
+        rawindexer.launch(*good[:6], -256, stream=stream_of(1, 5), **kw)
+    if request.node.callspec.params["cuda2"] != "bindings":  # (through cuda-bindings the driver judges streams)
+        with pytest.raises(TypeError, match="stream: expected an int stream handle"):
+            rawindexer.launch(*good, stream=-1, **kw)
+        with pytest.raises(TypeError, match="stream: expected an int stream handle"):
+            rawindexer.launch(*good, stream="s", **kw)
+    assert len(cuda2.launches()) == n, "nothing launched on a bad argument"
+    odd = good[:6] + [good[6] + 4]  # another alignment: its own plan, the exact pointers
+    t_odd = rawindexer.launch(*odd, stream=stream_of(1, 5), **kw)
+    assert launched_kernargs(cuda2.launches()[-1]) == t_odd.plan(tuple(odd)).kernargs
+    as_numpy = [np.uint64(p) for p in good]
+    assert rawindexer.launch(*as_numpy, stream=np.int64(stream_of(1, 5)), **kw).symbol == t.symbol
+    assert pointers_in(launched_kernargs(cuda2.launches()[-1])) == tuple(good)
+    api._RAW.clear()
+
+
 # ---------------------------------------------------------------------------------------------------
 # the torch hot path (torch CPU tensors sent down the CUDA route of the fake driver: what a CUDA tensor would do)
 # ---------------------------------------------------------------------------------------------------

@@ -385,6 +385,9 @@ class CudaBackend(Backend):
         def go(stream: int, *pointers: int, _keep: Any = packed) -> None:
             args = by_stream.get(stream)
             if args is None:
+                if isinstance(stream, bool) or not isinstance(stream, int) or not 0 <= stream < 2**64:
+                    raise TypeError(f"stream: expected an int stream handle in [0, 2**64), got "
+                                    f"{type(stream).__name__} {stream!r}")
                 if len(by_stream) > 64:
                     by_stream.clear()
                 args = by_stream[stream] = (*head, ctypes.c_void_p(stream or None), *tail)
