@@ -314,6 +314,10 @@ def _no_stream() -> int:
     return 0
 
 
+class _OtherAlignment(Exception):
+    """Control flow of the torch hot path: pointers off the allocators' alignment take the general launch."""
+
+
 # ---------------------------------------------------------------------------------------------------
 # The prepared launch object
 # ---------------------------------------------------------------------------------------------------
@@ -456,10 +460,13 @@ class Indexer:
                 if shape.problem is not None:
                     p0, p1, p2, p3 = q_fp8.data_ptr(), k_fp8.data_ptr(), kv_scale.data_ptr(), weights.data_ptr()
                     p4, p5, p6 = cu_seqlen_ks.data_ptr(), cu_seqlen_ke.data_ptr(), out.data_ptr()
-                    if (p0 | p1 | p2 | p3 | p4 | p5 | p6) & ALIGNMENT_BITS:
-                        self._launch(shape, (p0, p1, p2, p3, p4, p5, p6), stream)
-                    else:
+                    try:
+                        if (p0 | p1 | p2 | p3 | p4 | p5 | p6) & ALIGNMENT_BITS:
+                            raise _OtherAlignment
                         (shape.aligned or self._prepared(shape, _ALIGNED)).go(stream, p0, p1, p2, p3, p4, p5, p6)
+                    except (_OtherAlignment, TypeError, OverflowError, struct.error):
+                        # other alignments, or a stream= the launch cannot take: _launch plans / names it
+                        self._launch(shape, (p0, p1, p2, p3, p4, p5, p6), stream)
                 return out
         return self._call_slow(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, stream)
 

@@ -347,7 +347,7 @@ def torch_out(torch, M, N, pad=0):
 
 @needs_sm90
 def test_torch_hot_path_hits_without_validation_and_launches_the_right_pointers(rng, cuda2, torch_on_cuda2,
-                                                                                 monkeypatch):
+                                                                                 monkeypatch, request):
     torch, streams = torch_on_cuda2
     ind = rawindexer.Indexer(32, 128)
     args, out = torch_args(torch, host_inputs(rng)), torch_out(torch, 6, 70)
@@ -374,6 +374,9 @@ def test_torch_hot_path_hits_without_validation_and_launches_the_right_pointers(
     assert [pointers_in(launched_kernargs(c)) for c in launches] == [want + (out.data_ptr(),)] * 3 + [
         want + (new.data_ptr(),)]
     assert all(c[2] == CTX_BASE for c in launches) and cuda2.current == 0
+    if request.node.callspec.params["cuda2"] != "bindings":  # (through cuda-bindings the driver judges streams)
+        with pytest.raises(TypeError, match="stream: expected an int stream handle"):
+            ind(*args, out=out, stream="s")
 
 
 @needs_sm90
