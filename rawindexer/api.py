@@ -113,9 +113,10 @@ def _torch_key(tensors: tuple, clean: bool, out: Any) -> tuple:
     """The cache key of an all-torch call: everything validation and the plan depend on, read off the tensors
     (Indexer.__call__ builds the same tuple inline; a test checks they agree). Inputs enter with is_contiguous()
     rather than their strides: validation asks exactly that of them (torch's contiguity ignores size-1 dims and
-    empty tensors, as validation's is_compact does) and the plan reads no input stride; a miss reads the strides. get_device() is -1 on the CPU and
-    the ordinal on a GPU; which kind of GPU was settled when the key was first validated (a process does not mix
-    CUDA tensors with another GPU kind's). out's requires_grad is in it so a hit never skips that check."""
+    empty tensors, as validation's is_compact does: a test checks they agree) and the plan reads no input stride; a
+    miss reads the strides. get_device() is -1 on the CPU and the ordinal on a GPU; which kind of GPU was settled when
+    the key was first validated (a process does not mix CUDA tensors with another GPU kind's). out's requires_grad is
+    in it so a hit never skips that check."""
     key: list = []
     for t in tensors:
         key += (t.shape, t.is_contiguous(), t.dtype, t.get_device())

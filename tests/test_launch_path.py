@@ -436,8 +436,12 @@ def test_torch_attribute_route_matches_the_dlpack_route():
     base = torch.zeros((5, 7, 9), dtype=torch.float32)
     cases = [base, base[1:, ::2], base.transpose(0, 2), base[:, 3], torch.zeros(0, 4), torch.zeros(()),
              torch.zeros((4, 8), dtype=torch.uint8), torch.zeros((4, 8), dtype=torch.uint8).view(torch.float8_e4m3fn),
-             torch.zeros(6, dtype=torch.int32)[1:], torch.zeros((3, 1, 4)).expand(3, 5, 4)]
+             torch.zeros(6, dtype=torch.int32)[1:], torch.zeros((3, 1, 4)).expand(3, 5, 4),
+             torch.zeros(12).as_strided((3, 1, 4), (4, 99, 1)), torch.zeros(16).as_strided((3, 1, 4), (5, 4, 1)),
+             torch.zeros((2, 0, 3)).transpose(0, 2), torch.zeros((4, 1))]
     for t in cases:
+        # the torch hot path keys inputs by is_contiguous(): it must say what validation's is_compact says
+        assert t.is_contiguous() == dlpack.is_compact(tuple(t.shape), t.stride()), (t.shape, t.stride())
         fast = api._read_torch(t, "t", None)
         view = dlpack.from_dlpack(t, name="t")
         assert fast[0] == view.ptr, t.shape
