@@ -15,13 +15,18 @@ else -- one mechanism for every op -- lives here:
   (``Backend.set_device``) and the caller's is restored after (``Backend.restore_device``);
 - the stream is the caller framework's current stream of that device (or the caller's ``stream=``);
 - an output not given is allocated by the caller's framework (torch / CuPy allocators: graph-capture safe);
-- a launch writes the call's pointers into a kernarg buffer reused by every call of that plan and queues it.
+- a launch hands the call's stream and pointers to the backend's bound launch of that plan
+  (``Backend.bind_launch``: kernarg buffer, function, geometry and device bound once; the C launcher on CUDA);
+- the all-torch call whose description was seen before takes a hot path: one key read off the tensors, one
+  lookup, an OR of the pointers (allocator-aligned pointers reach the prepared launch without a tuple key).
 
 Nothing synchronises, nothing reads device memory on the host, so a call made while the caller's stream
 is captured into a CUDA graph is captured like any framework op.
 """
 from __future__ import annotations
 
+import functools
+import struct
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -30,7 +35,6 @@ import numpy as np
 
 from . import dlpack
 from .backends import Backend, BufferSpan, backend_for_device_type
-from .backends.base import PackedKernargs
 from .dispatch.base import ALIGNMENT_BITS, LaunchTemplate
 from .validation import Operand, ValidationError
 
@@ -97,8 +101,29 @@ def _read_dlpack(obj: Any, name: str, dl_stream: Any) -> _Read:
 
 #: exact array type -> (framework name, fast reader or None); filled on first sight of a type
 _TYPES: dict[type, tuple[str, Callable | None]] = {}
-#: torch.Tensor once torch arrays have been seen (the all-torch call takes a shorter path)
+#: torch.Tensor once torch arrays have been seen (the all-torch call takes a shorter path), and what that path
+#: allocates outputs with
 _TorchTensor: type | None = None
+_torch_empty: Callable[..., Any] | None = None
+_torch_empty_like: Callable[..., Any] | None = None
+_torch_float32: Any = None
+
+
+def torch_key(tensors: tuple, scalars: tuple, out: Any) -> tuple:
+    """The cache key of an all-torch call: everything validation and the plan depend on, read off the tensors
+    (api.Indexer.__call__ builds the same tuple inline for its six arrays; a test checks they agree). Inputs enter
+    with is_contiguous() rather than their strides: validation asks exactly that of them (torch's contiguity ignores
+    size-1 dims and empty tensors, as validation's is_compact does: a test checks they agree) and no plan reads an
+    input stride; a miss reads the strides. get_device() is -1 on the CPU and the ordinal on a GPU; which kind of
+    GPU was settled when the key was first validated (a process does not mix CUDA tensors with another GPU kind's).
+    Then the op's scalars (clean_logits, ...), then out's description with its requires_grad, so a hit never skips
+    that check."""
+    key: list = []
+    for t in tensors:
+        key += (t.shape, t.is_contiguous(), t.dtype, t.get_device())
+    key += scalars
+    key.append(None if out is None else (out.shape, out.stride(), out.dtype, out.get_device(), out.requires_grad))
+    return tuple(key)
 
 
 def _classify(cls: type, obj: Any) -> tuple[str, Callable | None]:
@@ -112,7 +137,8 @@ def _classify(cls: type, obj: Any) -> tuple[str, Callable | None]:
             global _TORCH_GPU_TYPE
             _TORCH_GPU_TYPE = dlpack.DL_ROCM if getattr(torch.version, "hip", None) else dlpack.DL_CUDA
             reader = _read_torch if isinstance(obj, torch.Tensor) else None
-            global _TorchTensor
+            global _TorchTensor, _torch_empty, _torch_empty_like, _torch_float32
+            _torch_empty, _torch_empty_like, _torch_float32 = torch.empty, torch.empty_like, torch.float32
             _TorchTensor = torch.Tensor
         elif framework == "cupy":
             import cupy
@@ -143,9 +169,9 @@ def _operand(read: _Read) -> Operand:
 _torch_raw_stream: Callable[[int], int] | None = None
 
 
-def _torch_stream(device_id: int) -> int:
-    """torch's current stream of ``device_id`` as a raw handle (what torch's own Triton launcher reads:
-    no Stream object is built), falling back to the public API."""
+def _torch_raw_stream_fn() -> Callable[[int], int]:
+    """f(device_id) -> torch's current stream of that device as a raw handle (what torch's own Triton launcher
+    reads: no Stream object is built), falling back to the public API."""
     global _torch_raw_stream
     if _torch_raw_stream is None:
         import torch
@@ -153,7 +179,12 @@ def _torch_stream(device_id: int) -> int:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         _torch_raw_stream = raw if raw is not None else (
             lambda d: int(torch.cuda.current_stream(d).cuda_stream))
-    return _torch_raw_stream(device_id)
+    return _torch_raw_stream
+
+
+def _torch_stream(device_id: int) -> int:
+    """torch's current stream of ``device_id`` as a raw handle."""
+    return _torch_raw_stream_fn()(device_id)
 
 
 def _cupy_stream(device_id: int) -> int:
@@ -182,9 +213,9 @@ class _DeviceBuffer:
 
 def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int, int], M: int, N: int,
                   stream: int) -> tuple[Any, int, Callable[[], Any]]:
-    """An [M, N] float32 output: (output the caller gets, its device pointer, function giving the caller's
-    result once the launch is queued). torch and CuPy allocate through their own allocators (graph-capture
-    safe), and their result is the array itself: nothing is re-imported."""
+    """(output the caller gets, its device pointer, function giving the caller's result once the launch is
+    queued). torch and CuPy allocate through their own allocators (graph-capture safe), and their result is
+    the array itself: nothing is re-imported."""
     if framework == "torch":
         import torch
 
@@ -247,11 +278,13 @@ def check_out_writable(out: Any, framework: str) -> None:
                               "place, outside autograd), got requires_grad=True")
 
 
+
+
 # ---------------------------------------------------------------------------------------------------
 # What is resolved once
 # ---------------------------------------------------------------------------------------------------
 class _Device:
-    """One (backend, device) of one op: the loaded module of the op's family, functions by symbol,
+    """One (backend, device) of one op: the loaded module of the op's kernel family, functions by symbol,
     compute units."""
 
     def __init__(self, backend: Backend, device_id: int, family: Any) -> None:
@@ -275,35 +308,49 @@ class _Device:
 
 
 class _Prepared:
-    """A launch ready to go but for its pointers: template, function, and a kernarg buffer reused by every
-    call (under a lock from writing the pointers to the driver's copy of the buffer)."""
+    """A launch ready to go but for its stream and pointers: the template (for callers who ask what ran) and the
+    backend's bound launch ``go(stream, *pointers)`` (kernarg buffer, function, geometry and device bound
+    once; see Backend.bind_launch)."""
 
-    __slots__ = ("template", "function", "kernargs", "lock", "grid", "block", "shared_mem", "write", "offset")
+    __slots__ = ("template", "go")
 
-    def __init__(self, template: LaunchTemplate, function: Any, kernargs: PackedKernargs) -> None:
+    def __init__(self, template: LaunchTemplate, go: Callable[..., None]) -> None:
         self.template = template
-        # write(buffer, offset, *pointers): one pack_into when the pointers are consecutive (the manifests'
-        # layouts), else the template's general writer
-        self.write, self.offset = template.pointer_writer()
-        self.function = function
-        self.kernargs = kernargs
-        self.lock = threading.Lock()
-        self.grid, self.block, self.shared_mem = template.grid, template.block, template.shared_mem
+        self.go = go
 
 
 class _Shape:
-    """One validated call description: the op's dimensions, the problem to plan (None when there is nothing
-    to launch), the output's (rows, columns), and its prepared launches by pointer alignment."""
+    """One validated call description: the op's dimensions, the problem to plan (None when there is nothing to
+    launch), and its prepared launches by pointer alignment.
 
-    __slots__ = ("dims", "problem", "device", "out_shape", "prepared", "torch_device")
+    ``aligned`` is the launch for pointers whose low ALIGNMENT_BITS are all zero (what allocators hand out): the
+    hot path reaches it with one OR of the pointers instead of a tuple key. ``stream_now()`` gives the caller
+    framework's current stream of this device (torch route), ``out_size`` / ``torch_device`` what an all-torch
+    call allocates its output with, ``out_like`` a tensor whose empty_like is a new output (torch route),
+    ``host_checks`` whether the op's checks of values run per call (emulator: operands in host memory)."""
 
-    def __init__(self, dims: Any, problem: Any, device: _Device, out_shape: tuple[int, int]) -> None:
+    __slots__ = ("dims", "problem", "device", "prepared", "aligned", "torch_device", "out_size", "out_like",
+                 "stream_now", "host_checks")
+
+    def __init__(self, dims: Any, problem: Any, device: _Device, out_size: tuple[int, int]) -> None:
         self.dims = dims
         self.problem = problem
         self.device = device
-        self.out_shape = out_shape
         self.prepared: dict[tuple[int, ...], _Prepared] = {}
-        self.torch_device: Any = None  # where an all-torch call allocates its output
+        self.aligned: _Prepared | None = None
+        self.torch_device: Any = None
+        self.out_size = out_size
+        self.out_like: Any = None
+        self.host_checks = not device.gpu
+        self.stream_now: Callable[[], int] = _no_stream
+
+
+def _no_stream() -> int:
+    return 0
+
+
+class _OtherAlignment(Exception):
+    """Control flow of a hot path: pointers off the allocators' alignment take the general launch."""
 
 
 class BoundLaunch:
@@ -329,7 +376,9 @@ class BoundLaunch:
         shape = self._shape
         if shape.problem is None:
             return None
-        return self._op._prepared_for(shape, self.pointers).template
+        alignment = tuple(p & ALIGNMENT_BITS for p in self.pointers)
+        prepared = shape.prepared.get(alignment) or self._op._prepared(shape, alignment, self.pointers)
+        return prepared.template
 
     def __call__(self, stream: int | None = None) -> Any:
         """Launch on ``stream`` (None: the binding's ``stream=``, else the caller's current stream)."""
@@ -346,8 +395,7 @@ def _current_stream_of(framework: str, device: _Device) -> Callable[[], int] | N
     get = _STREAM_OF_FRAMEWORK.get(framework)
     if get is None or not device.gpu:
         return None
-    device_id = device.device_id
-    return lambda: get(device_id)
+    return functools.partial(get, device.device_id)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -388,7 +436,7 @@ class PreparedOp:
         """The memory one launch may touch (the emulator's memcheck)."""
         raise NotImplementedError
 
-    def _check_host_values(self, shape: _Shape, ptrs: tuple[int, ...]) -> None:
+    def _check_host_values(self, shape: _Shape, ptrs: list[int]) -> None:
         """Emulator only (operands in host memory): checks of values a GPU call cannot afford to read."""
 
     # -- resolution (once per device / shape) ------------------------------------------------------------
@@ -430,75 +478,78 @@ class PreparedOp:
         device = (self._backend.dlpack_device_type, device_id)
         return self._devices.get(device) or self._device(device)
 
-    def _store(self, key: tuple, shape: _Shape) -> _Shape:
+    def _remember(self, key: tuple, shape: _Shape) -> _Shape:
         with self._lock:
             if len(self._shapes) >= MAX_CACHED_SHAPES:
                 self._shapes.clear()
             self._shapes[key] = shape
         return shape
 
-    def _prepared_for(self, shape: _Shape, ptrs: tuple[int, ...]) -> _Prepared:
-        try:
-            alignment = tuple([p & ALIGNMENT_BITS for p in ptrs])
-        except TypeError:
-            self._raise_bad_pointer(ptrs)
-            raise
-        return shape.prepared.get(alignment) or self._prepared(shape, alignment, ptrs)
-
     def _prepared(self, shape: _Shape, alignment: tuple[int, ...], ptrs: tuple[int, ...]) -> _Prepared:
         device = shape.device
         template = self._template(shape, alignment, ptrs)
-        prepared = _Prepared(template, device.function(template.symbol), device.backend.kernarg_buffer(template.kernargs))
+        backend = device.backend
+        spans_of = None
+        if backend.needs_buffer_spans:
+            spans_of = functools.partial(self._spans, shape)
+        go = backend.bind_launch(device.function(template.symbol), device.device_id, template.grid, template.block,
+                                 template.shared_mem, template.kernargs, template.pointer_offsets, spans_of)
+        prepared = _Prepared(template, go)
         with self._lock:
             shape.prepared[alignment] = prepared
+            if not any(alignment):
+                shape.aligned = prepared
         return prepared
 
     # -- a call -------------------------------------------------------------------------------------------
-    def _call(self, arrays: tuple, out: Any, scalars: tuple, stream: int | None, bind: bool = False) -> Any:
-        """Read, look up (or validate and plan), allocate ``out`` if None, launch; the caller's result.
-        With ``bind``, everything but the launch: a :class:`BoundLaunch`."""
+    def _call(self, arrays: tuple, out: Any, scalars: tuple, stream: int | None) -> Any:
+        """Read, look up (or validate and plan), allocate ``out`` if None, launch; the caller's result. The hot
+        path: torch tensors whose description (with ``scalars`` and out's) was validated before; everything it
+        reads is in the key, so a hit is a call validated before; anything else takes :meth:`_call_slow`."""
         T = _TorchTensor
         if T is not None and (out is None or type(out) is T):
             for a in arrays:
                 if type(a) is not T:
                     break
             else:
-                return self._call_torch(arrays, out, scalars, stream, bind)
+                shape = self._shapes.get(torch_key(arrays, scalars, out))
+                if shape is not None and not shape.host_checks:
+                    if stream is None:
+                        stream = shape.stream_now()
+                    if out is None:
+                        out = _torch_empty_like(shape.out_like)
+                    if shape.problem is not None:
+                        self._launch(shape, (*[a.data_ptr() for a in arrays], out.data_ptr()), stream)
+                    return out
+        return self._call_slow(arrays, out, scalars, stream)
+
+    def _call_slow(self, arrays: tuple, out: Any, scalars: tuple, stream: int | None, bind: bool = False) -> Any:
+        """Everything but a torch cache hit: validation of a new description, other frameworks, emulator checks.
+        With ``bind``, everything but the launch: a :class:`BoundLaunch`."""
+        T = _TorchTensor
+        if T is not None and all(type(a) is T for a in arrays) and (out is None or type(out) is T):
+            if out is not None and out.requires_grad:
+                check_out_writable(out, "torch")
+            key = torch_key(arrays, scalars, out)
+            shape = self._shapes.get(key) or self._torch_shape(key, arrays, out, scalars)
+            if shape is not None:
+                current = None
+                if stream is None:
+                    stream = shape.stream_now()
+                    current = shape.stream_now if shape.device.gpu else None
+                ptrs = [a.data_ptr() for a in arrays]
+                if shape.host_checks:
+                    self._check_host_values(shape, ptrs)
+                if out is None:
+                    out = _torch_empty(shape.out_size, dtype=_torch_float32, device=shape.torch_device)
+                ptrs = (*ptrs, out.data_ptr())
+                if bind:
+                    return BoundLaunch(self, shape, ptrs, stream, current, lambda: out, (arrays, out))
+                if shape.problem is not None:
+                    self._launch(shape, ptrs, stream)
+                return out
+            # a device the torch route does not describe: DLPack decides
         return self._call_any(arrays, out, scalars, stream, bind)
-
-    def _call_torch(self, arrays: tuple, out: Any, scalars: tuple, stream: int | None, bind: bool) -> Any:
-        """All arrays torch tensors: the key is read straight off the tensors (shape, strides, dtype, device),
-        no capsule, no per-array tuple building beyond the key itself."""
-        if out is not None and out.requires_grad:
-            check_out_writable(out, "torch")
-        # get_device() is -1 on the CPU and the ordinal on a GPU; which kind of GPU was settled when this key was
-        # first validated (a process does not mix CUDA tensors with another GPU kind's).
-        key = (scalars, None if out is None else (out.shape, out.stride(), out.dtype, out.get_device()),
-               *[(t.shape, t.stride(), t.dtype, t.get_device()) for t in arrays])
-        shape = self._shapes.get(key)
-        if shape is None:
-            shape = self._torch_shape(key, arrays, out, scalars)
-            if shape is None:  # a device this route does not describe: DLPack decides
-                return self._call_any(arrays, out, scalars, stream, bind)
-        device = shape.device
-        current = None
-        if stream is None:
-            stream = _torch_stream(device.device_id) if device.gpu else 0
-            current = bind and _current_stream_of("torch", device)
-        ptrs = [t.data_ptr() for t in arrays]
-        if not device.gpu:
-            self._check_host_values(shape, ptrs)
-        if out is None:
-            import torch
-
-            out = torch.empty(shape.out_shape, dtype=torch.float32, device=shape.torch_device)
-        ptrs.append(out.data_ptr())
-        ptrs = tuple(ptrs)
-        if bind:
-            return BoundLaunch(self, shape, ptrs, stream, current or None, lambda: out, (arrays, out))
-        if shape.problem is not None:
-            self._launch(shape, ptrs, stream)
-        return out
 
     def _torch_shape(self, key: tuple, tensors: tuple, out: Any, scalars: tuple) -> _Shape | None:
         reads = [_read_torch(t, name, None) for t, name in zip(tensors, self.ARG_NAMES)]
@@ -506,10 +557,19 @@ class PreparedOp:
         if any(r is None for r in reads) or (out is not None and out_read is None):
             return None
         ops = [_operand(r) for r in reads]
-        shape = self._describe(ops, None if out_read is None else _operand(out_read), scalars,
-                               self._device(ops[0].device))
+        device = self._device(ops[0].device)
+        shape = self._describe(ops, None if out_read is None else _operand(out_read), scalars, device)
         shape.torch_device = tensors[0].device
-        return self._store(key, shape)
+        # What the hot path allocates new outputs from: empty_like of a broadcast 0-d float32 tensor gives a fresh
+        # contiguous [M, N] tensor on that device through the same allocator as torch.empty (graph capture
+        # included), with no keyword parsing (about 1 us cheaper per call)
+        M, N = shape.out_size
+        proto = _torch_empty((), dtype=_torch_float32, device=shape.torch_device)
+        shape.out_like = proto.expand(M, N) if M and N else _torch_empty((M, N), dtype=_torch_float32,
+                                                                         device=shape.torch_device)
+        if device.gpu:
+            shape.stream_now = functools.partial(_torch_raw_stream_fn(), device.device_id)
+        return self._remember(key, shape)
 
     def _call_any(self, arrays: tuple, out: Any, scalars: tuple, stream: int | None, bind: bool) -> Any:
         """Any mix of frameworks: torch / CuPy arrays through their attributes, anything else through DLPack."""
@@ -524,7 +584,7 @@ class PreparedOp:
         backend = state.backend
         current = None
         if stream is None:
-            current = bind and _current_stream_of(framework, state)
+            current = _current_stream_of(framework, state) if bind else None
             get_stream = _STREAM_OF_FRAMEWORK.get(framework)
             stream = get_stream(device[1]) if get_stream is not None and device[0] != dlpack.DL_CPU else 0
         dl_stream = None  # the DLPack route's stream argument, worked out when first needed
@@ -551,47 +611,54 @@ class PreparedOp:
                     dl_stream = _dlpack_stream(backend, stream)
                 out_read = _read_dlpack(out, "out", dl_stream)
 
-        key = (scalars, None if out_read is None else (out_read[1], out_read[2]), *[r[1] for r in reads])
+        key = (*[r[1] for r in reads], *scalars, None if out_read is None else (out_read[1], out_read[2]))
         shape = self._shapes.get(key)
         if shape is None:
-            shape = self._store(key, self._describe([_operand(r) for r in reads],
-                                                    None if out_read is None else _operand(out_read), scalars,
-                                                    state))
+            shape = self._remember(key, self._describe([_operand(r) for r in reads],
+                                                       None if out_read is None else _operand(out_read), scalars,
+                                                       state))
         ptrs = [r[0] for r in reads]
-        if not state.gpu:
+        if shape.host_checks:
             self._check_host_values(shape, ptrs)
         result = None
         if out is None:
-            out, out_ptr, result = _allocate_out(framework, first_array, backend, device, *shape.out_shape, stream)
+            out, out_ptr, result = _allocate_out(framework, first_array, backend, device, *shape.out_size, stream)
         else:
             out_ptr = out_read[0]
-        ptrs.append(out_ptr)
-        ptrs = tuple(ptrs)
+        ptrs = (*ptrs, out_ptr)
         if bind:
-            return BoundLaunch(self, shape, ptrs, stream, current or None,
-                               (lambda: out) if result is None else result, (arrays, reads, out, out_read))
+            return BoundLaunch(self, shape, ptrs, stream, current, (lambda: out) if result is None else result,
+                               (arrays, reads, out, out_read))
         if shape.problem is not None:
             self._launch(shape, ptrs, stream)
         return out if result is None else result()
 
     def _launch(self, shape: _Shape, ptrs: tuple[int, ...], stream: int) -> _Prepared:
-        prepared = self._prepared_for(shape, ptrs)
-        device = shape.device
-        backend = device.backend
-        spans = self._spans(shape, ptrs) if backend.needs_buffer_spans else ()
-        previous = backend.set_device(device.device_id)
+        """Launch ``shape`` with these pointers (ARG_NAMES then out) on ``stream``; bad pointers or streams raise
+        naming them."""
         try:
-            with prepared.lock:
-                try:
-                    prepared.write(prepared.kernargs.buffer, prepared.offset, *ptrs)
-                except Exception:
-                    self._raise_bad_pointer(ptrs)
-                    raise
-                backend.launch_packed(prepared.function, prepared.grid, prepared.block, prepared.kernargs,
-                                      stream, prepared.shared_mem, spans)
-        finally:
-            if previous is not None:
-                backend.restore_device(previous)
+            bits = 0
+            for p in ptrs:
+                bits |= p
+            if bits & ALIGNMENT_BITS:
+                alignment = tuple([p & ALIGNMENT_BITS for p in ptrs])
+                prepared = shape.prepared.get(alignment) or self._prepared(shape, alignment, ptrs)
+            else:
+                prepared = shape.aligned or self._prepared(shape, (0,) * len(ptrs), ptrs)
+            prepared.go(stream, *ptrs)  # a wrong pointer count fails here (TypeError / struct.error)
+        except (TypeError, ValueError, OverflowError, struct.error) as exc:
+            if isinstance(exc, ValidationError):
+                raise  # the op's own check of these pointers (alignment it cannot take), already named
+            count = len(self.ARG_NAMES) + 1
+            if len(ptrs) != count:
+                raise ValueError(f"pointers: expected {count} device addresses, got {len(ptrs)}") from None
+            self._raise_bad_pointer(ptrs)
+            if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)) or not 0 <= stream < 2**64:
+                raise TypeError(f"stream: expected an int stream handle in [0, 2**64), got "
+                                f"{type(stream).__name__} {stream!r}") from None
+            if not all(type(p) is int for p in ptrs) or type(stream) is not int:  # numpy ints: as Python ints
+                return self._launch(shape, tuple(int(p) for p in ptrs), int(stream))
+            raise
         return prepared
 
     def _raise_bad_pointer(self, ptrs: tuple[int, ...]) -> None:
