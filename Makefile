@@ -61,12 +61,12 @@ clean:
 # ---- the C launcher of the CUDA backend's hot path ---------------------------------------------------------
 # One foreign call per launch (rawindexer/backends/csrc/cuda_launch.c); no libcuda link (the driver's entry points
 # are handed over at run time), so it builds anywhere with the ziglang clang and CI tests it against a fake driver.
-# The backend falls back to plain ctypes where it is absent. -mcpu=baseline: the build travels to other hosts.
-LAUNCHER := $(BUILD)/libri_cuda_launch.so
+# Shipped beside the code objects (x86_64 build: elsewhere the backend falls back to plain ctypes). -mcpu=baseline: the build travels to other hosts.
+LAUNCHER := $(KERNELS)/libri_cuda_launch.so
 all: $(LAUNCHER)
 
 $(LAUNCHER): rawindexer/backends/csrc/cuda_launch.c | install
-	@mkdir -p $(BUILD)
+	@mkdir -p $(KERNELS)
 	$(PYTHON) -m ziglang cc -shared -fPIC -O2 -mcpu=baseline -Wall -Wextra -o $@ $<
 
 # ---- hip stand-in (tests only) ---------------------------------------------------------------------------

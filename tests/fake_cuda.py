@@ -168,7 +168,7 @@ def use_raw_route(monkeypatch, drv: FakeDriver, route: str) -> None:
     if route == "shim":
         shim = cuda_backend._load_shim()
         if shim is None:
-            pytest.skip("build/ has no C launcher (make builds build/libri_cuda_launch.so)")
+            pytest.fail("the kernel directory has no C launcher: `make` builds rawindexer/_kernels/libri_cuda_launch.so")
     monkeypatch.setattr(cuda_backend, "_raw_driver", lambda driver: cuda_backend._RawDriver(drv.c_library(), shim))
 
 

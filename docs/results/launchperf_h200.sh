@@ -1,6 +1,6 @@
 #!/bin/bash
 # The launch hot path after the host-cost rework, in one short device call (issue 9's targets). Run from the repo
-# root with build/ from `make` (build/libri_cuda_launch.so is the C launcher) and the DeepGEMM wheel under $WHL:
+# root with build/ from `make` (rawindexer/_kernels/libri_cuda_launch.so is the C launcher; at the time of the run it lived in build/) and the DeepGEMM wheel under $WHL:
 #   bash docs/results/launchperf_h200.sh
 # Steps: which per-call route the CUDA backend takes, graph capture (tests/test_graph_gpu.py), the host-cost table
 # (bench --host-only), the quick bench (bench --quick --reps 20: (a) loop, (b) device, (c) host, DeepGEMM's

@@ -68,7 +68,7 @@ def _handle(obj: Any) -> int:
         return id(obj)  # a handle type without __int__ (fakes): identity is all we compare
 
 
-#: the C launcher (rawindexer/backends/csrc/cuda_launch.c), built by `make` next to the code objects
+#: the C launcher (rawindexer/backends/csrc/cuda_launch.c), built by `make` into the kernel directory
 SHIM_NAME = "libri_cuda_launch.so"
 #: its record: launch, get_current, set_current, context, function, grid_xy, grid_z|block_x, block_yz, shared_mem,
 #: extra, then the per-call stream directly followed by the kernel arguments
@@ -84,9 +84,9 @@ _SHIM_LIBS: list = []
 def _load_shim(path: str | None = None) -> Any:
     """The C launcher's entry point (restype int, one record argument), or None when it is not built."""
     if path is None:
-        from ..dispatch.base import BUILD_DIR
+        from ..kernel_files import kernel_dir
 
-        path = str(BUILD_DIR / SHIM_NAME)
+        path = str(kernel_dir() / SHIM_NAME)
     if not os.path.exists(path):
         return None
     try:
