@@ -210,8 +210,8 @@ class PagedIndexer(PreparedOp):
         """Everything a call does except the launch, once: the returned object launches on these buffers when
         called (their contents may change between calls, their addresses and shapes may not) and returns the
         output. An ``out`` of None is allocated now, once."""
-        return self._call((q, kv_cache, weights, context_lens, block_table), out,
-                          self._scalars(max_context_len, clean_logits), stream, bind=True)
+        return self._call_slow((q, kv_cache, weights, context_lens, block_table), out,
+                               self._scalars(max_context_len, clean_logits), stream, bind=True)
 
     def launch_pointers(self, pointers: tuple[int, ...], *, batch: int, next_n: int, block_size: int,
                         num_blocks: int, max_blocks: int, max_context_len: int, out_row_stride: int | None = None,
@@ -254,7 +254,7 @@ class PagedIndexer(PreparedOp):
         device = self._raw_device(ints["device_id"])
         self._check_supported(device, p)
         launch = p if p.batch and p.max_context_len else None
-        return self._store(key, _Shape(ints["num_blocks"], launch, device, (p.batch * p.next_n, width)))
+        return self._remember(key, _Shape(ints["num_blocks"], launch, device, (p.batch * p.next_n, width)))
 
 
 # ---------------------------------------------------------------------------------------------------

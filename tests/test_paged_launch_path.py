@@ -17,7 +17,7 @@ from rawindexer.paged_grading import grade_paged
 from rawindexer.paged_reference import fp8_paged_mqa_logits_ref
 from rawindexer.validation import ValidationError
 
-from fake_cuda import CTX_BASE, install, stream_of
+from fake_cuda import CTX_BASE, install, stream_of, use_raw_route
 
 NAMES = ("q", "kv_cache", "weights", "context_lens", "block_table")
 
@@ -36,11 +36,12 @@ needs_sm90 = pytest.mark.skipif(not _has_paged_sm90(), reason="the kernels have 
                                                                "builds it where nvcc is)")
 
 
-@pytest.fixture
-def cuda2(monkeypatch):
-    """A fake two-GPU node behind the cuda backend; the 'framework's current stream' of each device and thread
-    is stream_of(device, thread slot)."""
+@pytest.fixture(params=["bindings", "ctypes", "shim"])
+def cuda2(monkeypatch, request):
+    """A fake two-GPU node behind the cuda backend, on each per-call route (cuda-bindings, plain ctypes, the C
+    launcher); the 'framework's current stream' of each device and thread is stream_of(device, thread slot)."""
     drv = install(monkeypatch, count=2)
+    use_raw_route(monkeypatch, drv, request.param)
     from rawindexer import backends
 
     monkeypatch.setattr(backends, "_instances", {})
