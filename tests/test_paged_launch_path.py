@@ -255,3 +255,48 @@ def test_scalars_are_checked(rng):
         rawindexer.fp8_paged_mqa_logits(*args, case.max_context_len, clean_logits="yes")
     with pytest.raises(ValueError, match="^variant:"):
         rawindexer.fp8_paged_mqa_logits(*args, case.max_context_len, variant="f16")  # gfx950 builds one design
+
+
+# ---------------------------------------------------------------------------------------------------
+# the generic torch hot path (torch CPU tensors sent down the CUDA route of the fake driver)
+# ---------------------------------------------------------------------------------------------------
+@needs_sm90
+def test_torch_hot_path_hits_without_validation_and_follows_the_stream(rng, cuda2, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from rawindexer import backends, launch_path
+
+    monkeypatch.setitem(backends.BACKEND_FOR_DEVICE_TYPE, 1, "cuda")  # CPU tensors take the CUDA route
+    streams = {"now": stream_of(0, 1)}
+    monkeypatch.setattr(launch_path, "_torch_raw_stream", lambda device_id: streams["now"])
+    case = small_case(rng)
+    t = [torch.from_numpy(np.ascontiguousarray(getattr(case, n))) for n in NAMES]
+    out = torch.full((case.out.shape[0], case.max_context_len), float("nan"))
+    decode = rawindexer.PagedIndexer(64, 128)
+    for _ in range(2):  # first sight of torch classifies it; then the torch key is cached
+        assert decode(*t, case.max_context_len, out=out) is out
+    key = launch_path.torch_key(tuple(t), (case.max_context_len, False), out)
+    assert key in decode._shapes
+    monkeypatch.setattr(paged, "validate_paged", lambda *a: pytest.fail("re-validated"))
+    family = paged._family("sm_90a")
+    monkeypatch.setattr(family, "plan", lambda *a, **k: pytest.fail("re-planned"))
+    n = len(cuda2.launches())
+    decode(*t, case.max_context_len, out=out)
+    streams["now"] = stream_of(0, 9)  # the caller switched streams: followed, no new plan
+    decode(*t, case.max_context_len, out=out)
+    decode(*t, case.max_context_len, out=out, stream=stream_of(0, 44))
+    launches = cuda2.launches()[n:]
+    assert [c[1][4] for c in launches] == [stream_of(0, 1), stream_of(0, 9), stream_of(0, 44)]
+    want = tuple(a.data_ptr() for a in t) + (out.data_ptr(),)
+    assert all(pointers_in(c[1][7]) == want for c in launches) and cuda2.current == 0
+    monkeypatch.undo()  # a new description (no out=): validated once, then an output per call from torch
+    monkeypatch.setitem(backends.BACKEND_FOR_DEVICE_TYPE, 1, "cuda")
+    monkeypatch.setattr(launch_path, "_torch_raw_stream", lambda device_id: streams["now"])
+    first, second = decode(*t, case.max_context_len), decode(*t, case.max_context_len)
+    assert isinstance(second, torch.Tensor) and tuple(second.shape) == case.out.shape
+    assert second.data_ptr() != first.data_ptr() and second.stride() == (case.max_context_len, 1)
+    assert pointers_in(cuda2.launches()[-1][1][7])[5] == second.data_ptr()
+    with pytest.raises(ValidationError, match="^out: expected a tensor that does not require grad"):
+        decode(*t, case.max_context_len, out=torch.zeros(out.shape, requires_grad=True))
+    bound = decode.bind(*t, case.max_context_len, out=out)
+    streams["now"] = stream_of(0, 12)
+    assert bound() is out and cuda2.launches()[-1][1][4] == stream_of(0, 12), "bound: the current stream"
