@@ -53,6 +53,29 @@ DEVICE v8i load_operand(const u8 GLOBAL* row, int kstep, int g) {
   return r;
 }
 
+// NaN contract (docs/NUMERICS.md): an e4m3fn NaN byte of Q (0x7F / 0xFF) is read as +0. Without this the
+// MFMA-reduce designs leak a NaN score into every row of the block (0 x NaN in the block-diagonal weights);
+// with it every design gives the poisoned row the same, finite, logits: those of its Q with the NaN bytes
+// zeroed. Q is loaded once per block, so this costs 5 VALU per Q dword in the prologue and nothing per tile.
+// Per byte: (b & 0x7F) + 1 carries into bit 7 exactly when b & 0x7F == 0x7F (no carry crosses bytes).
+DEVICE unsigned zero_fp8_nans(unsigned x) {
+  const unsigned nan_bit = ((x & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u;
+  return x & ~(nan_bit - (nan_bit >> 7) + nan_bit);  // nan_bit * 0xFF / 0x80 per byte: 0xFF where NaN
+}
+
+template <int N>
+DEVICE void zero_fp8_nans(int (&v)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = (int)zero_fp8_nans((unsigned)v[i]);
+}
+
+DEVICE v8i load_q_operand(const u8 GLOBAL* row, int kstep, int g) {
+  v8i r = load_operand(row, kstep, g);
+  int a[8] = {r.s0, r.s1, r.s2, r.s3, r.s4, r.s5, r.s6, r.s7};
+  zero_fp8_nans(a);
+  return (v8i){a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]};
+}
+
 // Accumulator layout of the 32x32 MFMA: register r of lane l holds D[head(r, l)][token l % 32].
 DEVICE int acc_head(int r, int g) { return 8 * (r / 4) + 4 * g + (r % 4); }
 
@@ -161,7 +184,7 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
     for (int ht = 0; ht < HEAD_TILES; ++ht) {
       const u8 GLOBAL* q_row = q + (m * H + ht * TILE_H + i) * D;
 #pragma unroll
-      for (int s = 0; s < KSTEPS; ++s) q_tile[r][ht][s] = load_operand(q_row, s, g);
+      for (int s = 0; s < KSTEPS; ++s) q_tile[r][ht][s] = load_q_operand(q_row, s, g);
 #pragma unroll
       for (int a = 0; a < 16; ++a) w_tile[r][ht][a] = weights[m * H + ht * TILE_H + acc_head(a, g)];
     }
@@ -311,6 +334,18 @@ DEVICE ScoreOp<D> load_score_op_global(const u8 GLOBAL* p) {
 }
 
 template <int D>
+DEVICE ScoreOp<D> zero_fp8_nans(ScoreOp<D> op) {
+  constexpr int W = D == 128 ? 8 : 4;
+  int a[W];
+#pragma unroll
+  for (int i = 0; i < W; ++i) a[i] = op.v[i];
+  zero_fp8_nans(a);
+#pragma unroll
+  for (int i = 0; i < W; ++i) op.v[i] = a[i];
+  return op;
+}
+
+template <int D>
 DEVICE ScoreOp<D> load_score_op_buffer(__amdgpu_buffer_rsrc_t rsrc, int voff, int imm) {
   ScoreOp<D> r;
   v4i lo = __builtin_bit_cast(v4i, __builtin_amdgcn_raw_buffer_load_b128(rsrc, voff + imm, 0, 0));
@@ -457,7 +492,7 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
     const i64 m = win[r].valid ? m0 + r : 0;
 #pragma unroll
     for (int ht = 0; ht < HT; ++ht)
-      q_op[r][ht] = load_score_op_global<D>(q + (m * H + ht * 16 + j) * D + g4 * OPB);
+      q_op[r][ht] = zero_fp8_nans(load_score_op_global<D>(q + (m * H + ht * 16 + j) * D + g4 * OPB));
 #pragma unroll
     for (int rt = 0; rt < RT; ++rt) {
       v8s w = {};

@@ -5,8 +5,11 @@ modes of rawindexer.windows, through the public API on torch CUDA tensors. Grade
 plain-torch implementation (rawindexer.bench.torch_fp8_mqa_logits: f32 scores of the same fp8 inputs,
 exact products) with the gates of rawindexer.grading, computed in torch so the 134M-element chunks stay fast:
 NaN-poisoned output, exact -inf mask equality, calc_diff < 1e-3 in float64 on finite entries, and for
-clean_logits=False every position outside the window still holding the poison. Cases dropped for lack of
-memory are listed by name.
+clean_logits=False every position outside the window still holding the poison; and the per-logit gate of
+rawindexer.grading (issue 15): every in-window |out - ref| <= 1e-5 * T against the float64 result of the
+same fp8 inputs, T = kv_scale[n] * sum_h |relu(<q, k>) * w| (computed in float64 on the GPU, by row chunks).
+Cases dropped for lack of memory are listed by name. The NaN/Inf contract (docs/NUMERICS.md) has its own
+tests below: a non-finite value in one row's q or weights changes no other row, bitwise.
 
 Also runnable as a script (what the device runs): ``python tests/test_cuda_gpu.py [--quick|--full]
 [--sanitizer-subset] [--log FILE]``.
@@ -30,6 +33,7 @@ HEADS = (32, 64, 128)
 DIMS = (64, 128)
 MODES = ("causal", "cp", "misaligned", "empty", "past_end", "multi_req")
 TOL = 1e-3
+LOGIT_EPS = 1e-5  # rawindexer.grading.LOGIT_EPS: the per-logit gate of the default designs
 
 
 def _windows(mode: str, M: int, N: int, seed: int):
@@ -66,6 +70,43 @@ def grade_gpu(out, ref, ks, ke, clean: bool) -> tuple[bool, str]:
                 f"written-outside {overwritten}")
 
 
+def logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps: float = LOGIT_EPS) -> tuple[bool, float, str]:
+    """rawindexer.grading.logit_gate in torch on the GPU, float64, by row chunks of ~1 GiB of scores:
+    (ok, worst |out - ref| / T over in-window logits, message). T == 0 demands out == ref exactly."""
+    import torch
+
+    M, H, D = q.shape
+    N = k.shape[0]
+    kf = k.to(torch.float64)
+    s_all = ks.to(torch.int64).clamp(0, N)
+    e_all = torch.maximum(ke.to(torch.int64).clamp(0, N), s_all)
+    rows = max(1, (1 << 30) // max(1, H * N * 8))
+    worst, failing, where = 0.0, 0, None
+    cols = torch.arange(N, device=q.device)
+    for m0 in range(0, M, rows):
+        m1 = min(M, m0 + rows)
+        scores = torch.einsum("mhd,nd->mhn", q[m0:m1].to(torch.float64), kf).clamp_min_(0)
+        w = weights[m0:m1].to(torch.float64)
+        scale = kv_scale.to(torch.float64)
+        ref = torch.einsum("mhn,mh->mn", scores, w) * scale
+        total = torch.einsum("mhn,mh->mn", scores, w.abs()) * scale
+        del scores
+        inside = (cols[None, :] >= s_all[m0:m1, None]) & (cols[None, :] < e_all[m0:m1, None])
+        got = out[m0:m1].to(torch.float64)
+        err = (got - ref).abs()
+        rel = torch.where(total > 0, err / torch.where(total > 0, total, torch.ones_like(total)),
+                          torch.where(err == 0, torch.zeros_like(err), torch.full_like(err, float("inf"))))
+        rel = torch.where(torch.isfinite(got) | ~torch.isfinite(ref), rel, torch.full_like(rel, float("inf")))
+        rel = torch.where(inside, rel, torch.zeros_like(rel))
+        failing += int((rel > eps).sum())
+        chunk_worst = float(rel.max()) if rel.numel() else 0.0
+        if chunk_worst > worst:
+            idx = int(rel.argmax())
+            worst, where = chunk_worst, (m0 + idx // N, idx % N)
+    ok = failing == 0
+    return ok, worst, f"logit gate eps {eps:.0e}: worst {worst:.2e} at {where}, failing {failing}"
+
+
 def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: int = 0,
              repeat_check: bool = False, impl: str = "api") -> list[tuple[bool, str]]:
     """Both clean_logits settings of one (shape, heads, dim, mode); returns [(ok, message)] per setting."""
@@ -87,6 +128,8 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
             launch_direct(impl, q, k, kv_scale, weights, ks, ke, out, clean)
         torch.cuda.synchronize()
         ok, msg = grade_gpu(out, ref, ks, ke, clean)
+        gate_ok, _, gate_msg = logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke)
+        ok, msg = ok and gate_ok, f"{msg} | {gate_msg}"
         if stride_pad and not torch.isnan(big[:, N:]).all():
             ok, msg = False, msg + " | wrote into the row padding"
         if repeat_check and ok:

@@ -128,27 +128,50 @@ def test_mfma_reduce_meets_the_levers_at_h32_d128(functions, manifest):
     assert mr.wait_states_per_tile < seed.wait_states_per_tile and mr.valu_per_row_token < seed.valu_per_row_token / 2
 
 
-@pytest.mark.parametrize("heads,head_dim", [(h, d) for h in (32, 64, 128) for d in (64, 128)])
-def test_default_kernel_meets_the_levers_at_every_shape(functions, manifest, heads, head_dim):
-    """The kernel the host heuristic picks for each (H, D): the issue's levers, scaled to H/32 head
-    groups (VALU and MFMA work per row-token grow with the heads; the targets are per 32 heads)."""
-    plan = Gfx950Family(BUILD).plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(),
+ALL_SHAPES = [(h, d) for h in (32, 64, 128) for d in (64, 128)]
+
+
+def _plan(heads, head_dim, variant=None):
+    return Gfx950Family(BUILD).plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(variant=variant),
                                     Pointers(*range(1, 8)), 256)
-    assert plan.config["path"] in ("mr", "mrp"), plan.symbol
+
+
+@pytest.mark.parametrize("heads,head_dim", ALL_SHAPES)
+def test_mfma_reduce_designs_meet_the_levers_at_every_shape(functions, manifest, heads, head_dim):
+    """The MFMA-reduce designs (bf16 terms, not the default since issue 15) at the BLOCK_M the heuristic
+    picks for each (H, D): the issue's levers, scaled to H/32 head groups (VALU and MFMA work per row-token
+    grow with the heads; the targets are per 32 heads)."""
+    for variant in ("mr", "mrp"):
+        plan = _plan(heads, head_dim, variant)
+        p = manifest["kernels"][plan.symbol]["params"]
+        r = manifest["kernels"][plan.symbol]["resources"]
+        assert r["waves_per_simd"] >= 3 and r["vgpr"] + r["agpr"] <= 168, r
+        assert r["vgpr_spill"] == r["sgpr_spill"] == r["scratch"] == 0, r
+        tp = asm.tile_profile(functions[plan.symbol], heads, head_dim, p["block_m"])
+        groups = heads / 32
+        assert tp.valu_per_row_token / groups <= 0.6, tp.valu_per_row_token
+        assert tp.mfma_passes_per_row_token / groups <= 1.5, tp.mfma_passes_per_row_token
+        assert tp.wait_states_per_tile <= 8, tp.wait_states_per_tile
+        # Every load of the next tile (K: 2 per 16-token half, kv_scale: 1 per half) is issued before this
+        # tile's first MFMA and none of them is waited for there.
+        assert tp.loads_before_first_mfma == (6 if head_dim == 128 else 4), tp.loads_before_first_mfma
+        assert tp.loads_in_flight_at_first_mfma == tp.loads_before_first_mfma, tp.loads_in_flight_at_first_mfma
+
+
+@pytest.mark.parametrize("heads,head_dim", ALL_SHAPES)
+def test_default_kernel_is_exact_class_and_fills_three_waves(functions, manifest, heads, head_dim):
+    """The default design is chosen by accuracy first (per-logit eps <= 1e-5), then by the static levers.
+    What it keeps of the issue's lever targets is asserted here; what it costs is in docs/PROFILE.md."""
+    from rawindexer.dispatch.gfx950 import LOGIT_EPS
+
+    plan = _plan(heads, head_dim)
+    assert LOGIT_EPS[plan.config["path"]] <= 1e-5, plan.symbol
     p = manifest["kernels"][plan.symbol]["params"]
     r = manifest["kernels"][plan.symbol]["resources"]
-    assert r["waves_per_simd"] >= 3 and r["vgpr"] + r["agpr"] <= 168, r
     assert r["vgpr_spill"] == r["sgpr_spill"] == r["scratch"] == 0, r
+    # 3 waves/SIMD wherever the register file allows it; H=128, D=128 holds 128 VGPRs of Q and weights
+    # per row on the seed design and reaches 2.
+    assert r["waves_per_simd"] >= (2 if (heads, head_dim) == (128, 128) else 3), (plan.symbol, r)
     tp = asm.tile_profile(functions[plan.symbol], heads, head_dim, p["block_m"])
     groups = heads / 32
-    assert tp.valu_per_row_token / groups <= 0.6, tp.valu_per_row_token
     assert tp.mfma_passes_per_row_token / groups <= 1.5, tp.mfma_passes_per_row_token
-    assert tp.wait_states_per_tile <= 8, tp.wait_states_per_tile
-    # Every load of the next tile (K: 2 per 16-token half, kv_scale: 1 per half) is issued before this
-    # tile's first MFMA and none of them is waited for there.
-    assert tp.loads_before_first_mfma == (6 if head_dim == 128 else 4), tp.loads_before_first_mfma
-    assert tp.loads_in_flight_at_first_mfma == tp.loads_before_first_mfma, tp.loads_in_flight_at_first_mfma
-    # K bytes per output row (K is read once per BLOCK_M rows): no worse than the seed's default here.
-    seed = Gfx950Family(BUILD).plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(variant="seed"),
-                                    Pointers(*range(1, 8)), 256)
-    assert p["block_m"] >= manifest["kernels"][seed.symbol]["params"]["block_m"], (plan.symbol, seed.symbol)
