@@ -243,6 +243,78 @@ def test_mma_path_small():
 
 
 # ---------------------------------------------------------------------------------------------------
+# NaN/Inf contract (docs/NUMERICS.md) on the sm_90a twin: a NaN fp8 byte in one row's q or a NaN weight in
+# one row changes no other row (bitwise); a NaN K byte at key n or a NaN kv_scale[n] changes column n only.
+# The poisoned row itself: a NaN score is dropped by the ReLU (fmaxf(NaN, 0) = 0), i.e. the row equals a
+# clean run with that head's weight set to 0; a NaN weight makes the row's in-window logits NaN.
+# ---------------------------------------------------------------------------------------------------
+def nan_contract_case(M: int, N: int, H: int, D: int, seed: int, impl: str = "api") -> tuple[bool, str]:
+    import torch
+
+    g = np.random.default_rng(seed)
+    ks_np = g.integers(-3, 5, M).astype(np.int32)
+    ke_np = g.integers(N - 5, N + 3, M).astype(np.int32)
+    from rawindexer.bench import make_inputs
+
+    q, k, kv_scale, weights, ks, ke = make_inputs(M, N, H, D, ks_np, ke_np, seed)
+    r_q, r_w = (int(x) for x in g.choice(M, 2, replace=False))
+    n_k, n_s = (int(x) for x in g.choice(N, 2, replace=False))
+    h = int(g.integers(H))
+    qb, kb = q.view(torch.uint8).clone(), k.view(torch.uint8).clone()
+    qb[r_q, h, int(g.integers(D))] = int(g.choice([0x7F, 0xFF]))
+    kb[n_k, int(g.integers(D))] = int(g.choice([0x7F, 0xFF]))
+    bad_w, bad_s = weights.clone(), kv_scale.clone()
+    bad_w[r_w, int(g.integers(H))] = float("nan")
+    bad_s[n_s] = float("nan")
+    dropped_w = weights.clone()
+    dropped_w[r_q, h] = 0.0  # the clean run: the poisoned head of row r_q contributes nothing
+
+    def launch(qq, kk, ss, ww, clean):
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float32)
+        if impl == "api":
+            import rawindexer
+            rawindexer.fp8_mqa_logits(qq.view(torch.float8_e4m3fn), kk.view(torch.float8_e4m3fn), ss, ww, ks, ke,
+                                      clean_logits=clean, out=out)
+        else:
+            launch_direct(impl, qq.view(torch.float8_e4m3fn), kk.view(torch.float8_e4m3fn), ss, ww, ks, ke, out, clean)
+        torch.cuda.synchronize()
+        return out
+
+    msgs = []
+    for clean in (True, False):
+        got = launch(qb, kb, bad_s, bad_w, clean)
+        ref = launch(q.view(torch.uint8), k.view(torch.uint8), kv_scale, dropped_w, clean)
+        cols = torch.ones(N, dtype=torch.bool, device="cuda")
+        cols[[n_k, n_s]] = False
+        rows = torch.ones(M, dtype=torch.bool, device="cuda")
+        rows[r_w] = False
+        a, b = got[rows][:, cols], ref[rows][:, cols]
+        if not torch.equal(torch.nan_to_num(a, nan=7.0), torch.nan_to_num(b, nan=7.0)) or \
+                not torch.equal(torch.isnan(a), torch.isnan(b)):
+            bad = (torch.nan_to_num(a, nan=7.0) != torch.nan_to_num(b, nan=7.0)).nonzero()[:5].tolist()
+            msgs.append(f"clean={clean}: values outside the poisoned row/columns changed (first at {bad})")
+        lo, hi = max(0, int(ks_np[r_w])), min(N, int(ke_np[r_w]))
+        if not torch.isnan(got[r_w, lo:hi]).all():
+            msgs.append(f"clean={clean}: a NaN weight left finite logits in its row {r_w}")
+        inside = torch.from_numpy((ks_np <= n_s) & (n_s < ke_np)).cuda()
+        if not torch.isnan(got[inside, n_s]).all():
+            msgs.append(f"clean={clean}: a NaN kv_scale[{n_s}] left finite logits in its column")
+    label = f"{impl} M={M} N={N} H={H} D={D} q-row {r_q} w-row {r_w} K key {n_k} scale key {n_s}"
+    return (not msgs), f"{label}: " + ("; ".join(msgs) if msgs else "ok")
+
+
+NAN_CASES = [(M, N, H, D) for (M, N) in ((7, 100), (64, 333)) for H in HEADS for D in DIMS]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("impl", ["api", "mma"])
+def test_nan_contract_sm90(impl):
+    _need_gpu()
+    results = [nan_contract_case(M, N, H, D, seed=M + N + H + D, impl=impl) for M, N, H, D in NAN_CASES]
+    assert all(ok for ok, _ in results), "\n".join(m for ok, m in results if not ok)
+
+
+# ---------------------------------------------------------------------------------------------------
 # GPU interop through the public API: torch, CuPy and JAX arrays in, the caller's framework out, zero-copy
 # `out=`, and the launch on the caller's current stream
 # ---------------------------------------------------------------------------------------------------
@@ -399,6 +471,7 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="all 14 shapes")
     parser.add_argument("--mma", action="store_true", help="also the mma.sync path on small shapes")
     parser.add_argument("--interop", action="store_true", help="only the torch / CuPy / JAX interop checks")
+    parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api and mma)")
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
     parser.add_argument("--log", type=Path, default=None)
     args = parser.parse_args()
@@ -410,6 +483,15 @@ def main() -> int:
             logf.write(s + "\n")
             logf.flush()
 
+    if args.nan:
+        fails = 0
+        for impl in ("api", "mma"):
+            for M, N, H, D in NAN_CASES:
+                ok, msg = nan_contract_case(M, N, H, D, seed=M + N + H + D, impl=impl)
+                fails += not ok
+                log(f"{'PASS' if ok else 'FAIL'} nan contract {msg}")
+        log(f"nan contract: {fails} failing case(s)")
+        return 1 if fails else 0
     if args.interop:
         fails = 0
         for fn in (interop_torch, interop_cupy, interop_jax):
