@@ -95,9 +95,17 @@ DEVICE v16f mfma_tile(const v8i (&q)[KSTEPS], const v8i (&k)[KSTEPS]) {
 // DESIGN: kv-scale hoist. ReLU is positive-homogeneous and kv_scale >= 0, so the scale is left out of
 // this per-head sum and applied once per column after the head reduce.
 // DESIGN: -fno-honor-nans for the module (build.py): relu() is fmaxf, one v_max_f32, no canonicalize.
-DEVICE float relu_weighted_sum(v16f c, const float (&w)[16], float acc) {
+// The weight FMA is packed (v_pk_fma_f32: two heads per instruction, one partial sum per register of the
+// pair); ReLU has no packed fp32 form on gfx950, so it stays one v_max_f32 per value. 1.5 VALU per
+// (head, key) value instead of 2; still an fp32 FMA of the exact fp32 ReLU'd score (issue 15: the design
+// must meet the per-logit gate eps 1e-5).
+typedef float v2f_ __attribute__((ext_vector_type(2)));
+DEVICE v2f_ relu_weighted_sum(v16f c, const v2f_ (&w)[8], v2f_ acc) {
 #pragma unroll
-  for (int r = 0; r < 16; ++r) acc = __builtin_fmaf(__builtin_fmaxf(c[r], 0.0f), w[r], acc);
+  for (int r = 0; r < 16; r += 2) {
+    const v2f_ relu = {__builtin_fmaxf(c[r], 0.0f), __builtin_fmaxf(c[r + 1], 0.0f)};
+    acc = __builtin_elementwise_fma(relu, w[r / 2], acc);
+  }
   return acc;
 }
 
@@ -176,7 +184,7 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
   // DESIGN: BLOCK_M query rows share one K stream. Their Q tiles and the weights each lane needs for
   // its accumulator rows stay in registers for the whole block.
   v8i q_tile[BLOCK_M][HEAD_TILES][KSTEPS];
-  float w_tile[BLOCK_M][HEAD_TILES][16];
+  v2f_ w_tile[BLOCK_M][HEAD_TILES][8];
 #pragma unroll
   for (int r = 0; r < BLOCK_M; ++r) {
     const i64 m = win[r].valid ? m0 + r : 0;  // rows past M read row 0 and never store
@@ -186,7 +194,9 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
 #pragma unroll
       for (int s = 0; s < KSTEPS; ++s) q_tile[r][ht][s] = load_q_operand(q_row, s, g);
 #pragma unroll
-      for (int a = 0; a < 16; ++a) w_tile[r][ht][a] = weights[m * H + ht * TILE_H + acc_head(a, g)];
+      for (int a = 0; a < 16; a += 2)
+        w_tile[r][ht][a / 2] = (v2f_){weights[m * H + ht * TILE_H + acc_head(a, g)],
+                                      weights[m * H + ht * TILE_H + acc_head(a + 1, g)]};
     }
   }
 
@@ -214,14 +224,15 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
 #pragma unroll
       for (int p = 0; p < PAIRS; ++p) {
         const int ra = 2 * p, rb = 2 * p + 1;
-        float part_a = 0.0f, part_b = 0.0f;
+        v2f_ part_a = {0.0f, 0.0f}, part_b = {0.0f, 0.0f};
 #pragma unroll
         for (int ht = 0; ht < HEAD_TILES; ++ht) {
           part_a = relu_weighted_sum(mfma_tile<KSTEPS>(q_tile[ra][ht], k_tile[u]), w_tile[ra][ht], part_a);
           if (rb < BLOCK_M)
             part_b = relu_weighted_sum(mfma_tile<KSTEPS>(q_tile[rb][ht], k_tile[u]), w_tile[rb][ht], part_b);
         }
-        const float logit = paired_head_reduce(part_a, part_b) * scale[u];
+        const float sum_a = part_a.x, sum_a1 = part_a.y, sum_b = part_b.x, sum_b1 = part_b.y;
+        const float logit = paired_head_reduce(sum_a + sum_a1, sum_b + sum_b1) * scale[u];
 
         // Lanes 0-31 now hold row ra, lanes 32-63 row rb, both for token col[u].
         const int r = g ? rb : ra;

@@ -81,6 +81,9 @@ def test_steady_state_loop_has_the_design_points(functions, symbol):
         ops = [o.strip() for o in i.operands.split(",")]
         assert ops[1] in ("0", "0.0") or ops[2] in ("0", "0.0"), f"non-ReLU v_max_f32 {i.operands}"
     assert not any("canonicalize" in n for n in names)
+    # The weight FMA is packed (fp32, issue 15): 8 v_pk_fma_f32 per chain of 16 values, of which clang turns
+    # a few back into two scalar FMAs (where the accumulator starts at zero).
+    assert 5 * chains <= names.count("v_pk_fma_f32") <= 8 * chains, (names.count("v_pk_fma_f32"), chains)
 
 
 # ---- the MFMA-reduce path (symbols _mr / _mrp): the issue's levers, read from the binary ----
@@ -125,7 +128,8 @@ def test_mfma_reduce_meets_the_levers_at_h32_d128(functions, manifest):
         assert tp.wait_states_per_tile <= 8, (symbol, tp.wait_states_per_tile)
     seed = asm.tile_profile(functions["fp8_mqa_logits_h32_d128_bm4_u1"], 32, 128, 4)
     mr = asm.tile_profile(functions["fp8_mqa_logits_h32_d128_bm4_mr"], 32, 128, 4)
-    assert mr.wait_states_per_tile < seed.wait_states_per_tile and mr.valu_per_row_token < seed.valu_per_row_token / 2
+    # (the seed design packs its weight FMA since issue 15: ~1.0 VALU per row-token at BLOCK_M 4, mr ~0.55)
+    assert mr.wait_states_per_tile < seed.wait_states_per_tile and mr.valu_per_row_token < seed.valu_per_row_token * 0.6
 
 
 ALL_SHAPES = [(h, d) for h in (32, 64, 128) for d in (64, 128)]

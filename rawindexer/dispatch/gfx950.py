@@ -149,7 +149,7 @@ class Gfx950Family(KernelFamily):
         if tunables.unroll2 is not None:
             unroll2 = tunables.unroll2
         else:
-            unroll2 = path == "seed" and tiles_per_warp >= 8
+            unroll2 = path == "seed" and tiles_per_warp >= 8 and (block_m, 2) in variants
         reverse = tunables.reverse_rows if tunables.reverse_rows is not None else problem.N > 2048
         return {"block_m": block_m, "num_warps": num_warps, "split_n": split_n,
                 "unroll2": bool(unroll2), "reverse_rows": bool(reverse)}
@@ -181,7 +181,11 @@ class Gfx950Family(KernelFamily):
                              f"next tile in flight (unroll2 selects the seed design's two-tile loop), got True")
         cfg = self.choose(problem, tunables, compute_units)
         # The MFMA-reduce path has one instantiation per BLOCK_M (its loop always walks two tiles).
-        entry = variants[(cfg["block_m"], 2 if cfg["unroll2"] and path == "seed" else 1)]
+        key = (cfg["block_m"], 2 if cfg["unroll2"] and path == "seed" else 1)
+        if key not in variants:
+            raise ValueError(f"unroll2: expected None or False at block_m={cfg['block_m']}, heads={problem.heads}, "
+                             f"head_dim={problem.head_dim} (that instantiation is not built: it spills), got True")
+        entry = variants[key]
         cfg = {**cfg, "path": path}
         flags = (FLAG_CLEAN_LOGITS if problem.clean_logits else 0) | (FLAG_REVERSE_ROWS if cfg["reverse_rows"] else 0)
         values = {
