@@ -53,10 +53,10 @@ DEVICE v8i load_operand(const u8 GLOBAL* row, int kstep, int g) {
   return r;
 }
 
-// NaN contract (docs/NUMERICS.md): an e4m3fn NaN byte of Q (0x7F / 0xFF) is read as +0. Without this the
-// MFMA-reduce designs leak a NaN score into every row of the block (0 x NaN in the block-diagonal weights);
-// with it every design gives the poisoned row the same, finite, logits: those of its Q with the NaN bytes
-// zeroed. Q is loaded once per block, so this costs 5 VALU per Q dword in the prologue and nothing per tile.
+// NaN contract (docs/NUMERICS.md), MFMA-reduce designs: an e4m3fn NaN byte of Q (0x7F / 0xFF) is read as +0.
+// Without this a NaN score leaks into every row of the block (0 x NaN in the block-diagonal weights of the
+// reduce MFMA). Q is loaded once per block, so this costs ~5 VALU per Q dword in the prologue and nothing per
+// tile. (The seed design needs none: its ReLU, v_max_f32 under -fno-honor-nans, turns a NaN score into 0.)
 // Per byte: (b & 0x7F) + 1 carries into bit 7 exactly when b & 0x7F == 0x7F (no carry crosses bytes).
 DEVICE unsigned zero_fp8_nans(unsigned x) {
   const unsigned nan_bit = ((x & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u;
@@ -67,13 +67,6 @@ template <int N>
 DEVICE void zero_fp8_nans(int (&v)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) v[i] = (int)zero_fp8_nans((unsigned)v[i]);
-}
-
-DEVICE v8i load_q_operand(const u8 GLOBAL* row, int kstep, int g) {
-  v8i r = load_operand(row, kstep, g);
-  int a[8] = {r.s0, r.s1, r.s2, r.s3, r.s4, r.s5, r.s6, r.s7};
-  zero_fp8_nans(a);
-  return (v8i){a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]};
 }
 
 // Accumulator layout of the 32x32 MFMA: register r of lane l holds D[head(r, l)][token l % 32].
@@ -192,7 +185,7 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
     for (int ht = 0; ht < HEAD_TILES; ++ht) {
       const u8 GLOBAL* q_row = q + (m * H + ht * TILE_H + i) * D;
 #pragma unroll
-      for (int s = 0; s < KSTEPS; ++s) q_tile[r][ht][s] = load_q_operand(q_row, s, g);
+      for (int s = 0; s < KSTEPS; ++s) q_tile[r][ht][s] = load_operand(q_row, s, g);
 #pragma unroll
       for (int a = 0; a < 16; a += 2)
         w_tile[r][ht][a / 2] = (v2f_){weights[m * H + ht * TILE_H + acc_head(a, g)],

@@ -4,9 +4,11 @@ every BLOCK_M it builds:
 * a NaN fp8 byte in one row's q, or a NaN / Inf in one row's weights, changes no other row's output:
   bitwise equal to a clean run;
 * a NaN fp8 byte in K at key n, or a NaN kv_scale[n], changes column n only;
-* the poisoned row itself: a NaN byte of q reads as +0 (bitwise equal to a run with that byte zeroed);
-  a NaN weight makes the row's in-window logits NaN; an Inf weight makes them non-finite exactly where
-  the float64 reference is (NaN where it is NaN, the same infinity where it is infinite).
+* the poisoned row itself: on the seed design a NaN score is dropped by the ReLU (bitwise equal to a run
+  with that head's weight set to 0); on the MFMA-reduce designs a NaN byte of q reads as +0 (bitwise equal
+  to a run with that byte zeroed); a NaN weight makes the row's in-window logits NaN; an Inf weight makes
+  them non-finite exactly where the float64 reference is (NaN where it is NaN, the same infinity where it
+  is infinite).
 """
 import numpy as np
 import pytest
@@ -69,9 +71,14 @@ def check_contract(rng, variant, H, D, block_m):
     bad["weights"][r_w, int(rng.integers(H))] = np.nan
     bad["k_fp8"][n_k, rng.integers(D)] = rng.choice(NAN_CODES)
     bad["kv_scale"][n_s] = np.nan
-    zeroed = {**ops, "q_fp8": np.where(np.isin(bad["q_fp8"], NAN_CODES), np.uint8(0), bad["q_fp8"])}
+    if variant == "seed":  # the clean run: the poisoned head dropped by the ReLU
+        weights = ops["weights"].copy()
+        weights[r_q, h] = 0.0
+        clean_ops = {**ops, "weights": weights}
+    else:                  # the clean run: the NaN byte of q read as +0
+        clean_ops = {**ops, "q_fp8": np.where(np.isin(bad["q_fp8"], NAN_CODES), np.uint8(0), bad["q_fp8"])}
 
-    ref = _run(zeroed, clean, **tunables)  # the clean run: the NaN byte of q read as +0
+    ref = _run(clean_ops, clean, **tunables)
     got = _run(bad, clean, **tunables)
     label = f"{variant} H={H} D={D} BM={block_m} M={M} N={N} q-row {r_q} w-row {r_w} K key {n_k} scale key {n_s}"
     cols = np.ones(N, bool)

@@ -13,6 +13,15 @@ def test_update_document_replaces_only_the_generated_block(tmp_path):
     assert doc.read_text().count(profile.BEGIN_MARK) == 1 and "| new |" not in doc.read_text()
 
 
+def test_update_document_keeps_the_other_generated_block(tmp_path):
+    doc = tmp_path / "P.md"
+    doc.write_text(f"a\n{profile.BEGIN_MARK}\nt1\n{profile.END_MARK}\nb\n{profile.ACCURACY_BEGIN_MARK}\nt2\n{profile.END_MARK}\n")
+    profile.update_document(doc, "T2", profile.ACCURACY_BEGIN_MARK)
+    profile.update_document(doc, "T1")
+    assert doc.read_text() == (f"a\n{profile.BEGIN_MARK}\nT1\n{profile.END_MARK}\nb\n"
+                               f"{profile.ACCURACY_BEGIN_MARK}\nT2\n{profile.END_MARK}\n")
+
+
 def test_update_document_refuses_a_document_without_markers(tmp_path):
     doc = tmp_path / "P.md"
     doc.write_text("# no markers\n")
@@ -24,7 +33,10 @@ def test_update_document_refuses_a_document_without_markers(tmp_path):
 def test_the_shipped_profile_document_has_the_markers():
     from pathlib import Path
     text = (Path(profile.__file__).resolve().parents[1] / "docs" / "PROFILE.md").read_text()
-    assert text.count(profile.BEGIN_MARK) == 1 and text.count(profile.END_MARK) == 1
+    assert text.count(profile.BEGIN_MARK) == 1 and text.count(profile.ACCURACY_BEGIN_MARK) == 1
+    assert text.count(profile.END_MARK) == 2
+    # each generated block ends at its own END marker: the static one comes first
+    assert text.index(profile.BEGIN_MARK) < text.index(profile.END_MARK) < text.index(profile.ACCURACY_BEGIN_MARK)
 
 
 # ---- top-k agreement (rawindexer.accuracy) and python -m rawindexer.profile --accuracy ----
