@@ -24,7 +24,7 @@ from . import asm
 BUILD = Path(__file__).resolve().parents[1] / "build"
 #: The side-by-side pair of the issue: the seed baseline and the MFMA-reduce kernel, H=32, D=128, BM=4.
 HEADLINE = ["fp8_mqa_logits_h32_d128_bm4_u1", "fp8_mqa_logits_h32_d128_bm4_u2",
-            "fp8_mqa_logits_h32_d128_bm4_mr", "fp8_mqa_logits_h32_d128_bm4_mrp"]
+            "fp8_mqa_logits_h32_d128_bm4_mr", "fp8_mqa_logits_h32_d128_bm4_mrp", "fp8_mqa_logits_h32_d128_bm4_mrf"]
 
 
 def default_symbols(build: Path = BUILD) -> list[str]:
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> None:
             print(out)
         return
     rows = static_rows(args.build, None if args.all else default_symbols(args.build))
-    emu = {} if args.no_emulator else emulated_counts({"seed": 4, "mr": 4, "mrp": 4})
+    emu = {} if args.no_emulator else emulated_counts({"seed": 4, "mr": 4, "mrp": 4, "mrf": 4})
     out = markdown(rows, emu)
     if args.update:
         update_document(args.update, out)

@@ -4,8 +4,8 @@ every BLOCK_M it builds:
 * a NaN fp8 byte in one row's q, or a NaN / Inf in one row's weights, changes no other row's output:
   bitwise equal to a clean run;
 * a NaN fp8 byte in K at key n, or a NaN kv_scale[n], changes column n only;
-* the poisoned row itself: on the seed design a NaN score is dropped by the ReLU (bitwise equal to a run
-  with that head's weight set to 0); on the MFMA-reduce designs a NaN byte of q reads as +0 (bitwise equal
+* the poisoned row itself: on the mrf and seed designs a NaN score is dropped by the ReLU (bitwise equal to a run
+  with that head's weight set to 0); on the bf16 MFMA-reduce designs (mr, mrp) a NaN byte of q reads as +0 (bitwise equal
   to a run with that byte zeroed); a NaN weight makes the row's in-window logits NaN; an Inf weight makes
   them non-finite exactly where the float64 reference is (NaN where it is NaN, the same infinity where it
   is infinite).
@@ -71,7 +71,7 @@ def check_contract(rng, variant, H, D, block_m):
     bad["weights"][r_w, int(rng.integers(H))] = np.nan
     bad["k_fp8"][n_k, rng.integers(D)] = rng.choice(NAN_CODES)
     bad["kv_scale"][n_s] = np.nan
-    if variant == "seed":  # the clean run: the poisoned head dropped by the ReLU
+    if variant in ("seed", "mrf"):  # the clean run: the poisoned head dropped by the ReLU
         weights = ops["weights"].copy()
         weights[r_q, h] = 0.0
         clean_ops = {**ops, "weights": weights}
