@@ -99,6 +99,10 @@ MRF_BLOCK_M = {(32, 64): (1, 2, 3, 4), (32, 128): (1, 2, 3, 4), (64, 64): (1, 2,
 MRF_VARIANTS: list[Variant] = [
     Variant(h, d, bm, 1, "mrf") for (h, d), bms in MRF_BLOCK_M.items() for bm in bms
 ]
+# mrf instantiations compiled with amdgpu_waves_per_eu(3) (the register allocator then fits 168 VGPRs): only
+# where that costs no spill. Tried on every mrf variant: H=32, D=128, BLOCK_M 4 fits (170 -> 168 VGPRs, same
+# loop); H=64, D=64 BM 4, H=64, D=128 BM 3, H=128, D=64 BM 2 and H=128, D=128 BM 1 spill (3-186 VGPRs).
+MRF_3_WAVES = {(32, 128, 4)}
 VARIANTS: list[Variant] = SEED_VARIANTS + MR_VARIANTS + MRP_VARIANTS + MRF_VARIANTS
 
 # Explicit kernel arguments, in order (must match INSTANTIATE in the source). The manifest takes the
@@ -199,10 +203,14 @@ def build(out_dir: Path, variants: list[Variant] = VARIANTS) -> Path:
     table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.unroll})" for v in variants if v.path == "seed")
     mr_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mr")
     mrp_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mrp")
-    mrf_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mrf")
+    mrf = [v for v in variants if v.path == "mrf"]
+    mrf_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in mrf
+                         if (v.heads, v.head_dim, v.block_m) not in MRF_3_WAVES)
+    mrf3_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in mrf
+                          if (v.heads, v.head_dim, v.block_m) in MRF_3_WAVES)
     compile_hip(KERNEL_SOURCE, hsaco, asm=asm, defines=[
         f"VARIANTS(X)={table}", f"MR_VARIANTS(X)={mr_table}", f"MRP_VARIANTS(X)={mrp_table}",
-        f"MRF_VARIANTS(X)={mrf_table}"])
+        f"MRF_VARIANTS(X)={mrf_table}", f"MRF3_VARIANTS(X)={mrf3_table}"])
 
     co = CodeObject(hsaco.read_bytes())
     target = {

@@ -772,8 +772,9 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
         (float GLOBAL*)out, out_row_stride, M, N, split_n, num_warps, flags);                          \
   }
 
-#define INSTANTIATE_MR_(H, D, BM, RELU, SUFFIX)                                                        \
-  KERNEL_ATTRS void fp8_mqa_logits_h##H##_d##D##_bm##BM##_##SUFFIX(                                          \
+#define INSTANTIATE_MR_(H, D, BM, RELU, SUFFIX) INSTANTIATE_MR_ATTRS(H, D, BM, RELU, SUFFIX, )
+#define INSTANTIATE_MR_ATTRS(H, D, BM, RELU, SUFFIX, ATTRS)                                            \
+  KERNEL_ATTRS ATTRS void fp8_mqa_logits_h##H##_d##D##_bm##BM##_##SUFFIX(                                    \
       const u8* q, const u8* k, const float* kv_scale, const float* weights, const int* cu_seqlen_ks,  \
       const int* cu_seqlen_ke, float* out, i64 out_row_stride, int M, int N, int split_n,              \
       int num_warps, int flags) {                                                                      \
@@ -786,6 +787,10 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
 #define INSTANTIATE_MR(H, D, BM) INSTANTIATE_MR_(H, D, BM, RELU_ABS_SPLIT, mr)
 #define INSTANTIATE_MRP(H, D, BM) INSTANTIATE_MR_(H, D, BM, RELU_PK_MAX, mrp)
 #define INSTANTIATE_MRF(H, D, BM) INSTANTIATE_MR_(H, D, BM, RELU_F32, mrf)
+// Instantiations told to fit 3 waves/SIMD (<= 168 VGPRs): build.py lists those that then still need no spill
+// (H=32, D=128, BLOCK_M 4: 170 -> 168 VGPRs, same instruction counts).
+#define INSTANTIATE_MRF3(H, D, BM) \
+  INSTANTIATE_MR_ATTRS(H, D, BM, RELU_F32, mrf, __attribute__((amdgpu_waves_per_eu(3))))
 
 #ifndef VARIANTS
 #define VARIANTS(X) X(32, 128, 4, 1)
@@ -803,3 +808,7 @@ MRP_VARIANTS(INSTANTIATE_MRP)
 #define MRF_VARIANTS(X)
 #endif
 MRF_VARIANTS(INSTANTIATE_MRF)
+#ifndef MRF3_VARIANTS
+#define MRF3_VARIANTS(X)
+#endif
+MRF3_VARIANTS(INSTANTIATE_MRF3)

@@ -86,7 +86,8 @@ class Gfx950Family(KernelFamily):
         waves/SIMD without spilling; where none does, the one with the most waves (then the largest).
 
         BLOCK_M rows amortise one K read, but their Q tiles (and weights) live in registers, so the
-        register file decides. mrf at 3 waves: H=32, D=128 -> BLOCK_M 3 (144 VGPRs; 4 needs 170),
+        register file decides. mrf at 3 waves: H=32, D=128 -> BLOCK_M 4 (168 VGPRs, compiled with
+        amdgpu_waves_per_eu(3); 170 without),
         H=32, D=64 -> 4, H=64, D=64 -> 3, H=64, D=128 -> 2, H=128 -> 1 (2 waves at D=128: 176 VGPRs).
         Seed path: H=32, D=128 -> 3, H=32, D=64 -> 4, H >= 64 -> 1 or 2; H=128, D=128 reaches 2 waves only.
         bf16 MFMA-reduce paths (built at power-of-two BLOCK_M): H=32 -> 4, H=64, D=128 -> 2, H=128, D=128 -> 1.
