@@ -35,6 +35,14 @@ TOL = 1e-3
 LOGIT_EPS = 1e-5  # rawindexer.grading.LOGIT_EPS: the per-logit gate of the default designs
 
 
+def sm90_logit_eps(impl: str) -> float:
+    """The per-logit gate of an sm_90a implementation ("api" = the default one): Sm90Family's LOGIT_EPS."""
+    from rawindexer.dispatch.sm90 import DEFAULT_IMPL
+    from rawindexer.dispatch.sm90 import LOGIT_EPS as SM90_EPS
+
+    return SM90_EPS[DEFAULT_IMPL if impl == "api" else impl]
+
+
 def _windows(mode: str, M: int, N: int, seed: int):
     """rawindexer.windows when present (it is, in this checkout); raises WindowNotApplicable to skip."""
     from rawindexer.windows import make_windows
@@ -127,7 +135,7 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
             launch_direct(impl, q, k, kv_scale, weights, ks, ke, out, clean)
         torch.cuda.synchronize()
         ok, msg = grade_gpu(out, ref, ks, ke, clean)
-        gate_ok, _, gate_msg = logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke)
+        gate_ok, _, gate_msg = logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps=sm90_logit_eps(impl))
         ok, msg = ok and gate_ok, f"{msg} | {gate_msg}"
         if stride_pad and not torch.isnan(big[:, N:]).all():
             ok, msg = False, msg + " | wrote into the row padding"
