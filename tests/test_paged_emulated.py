@@ -288,3 +288,15 @@ def test_host_sizes_match_the_kernel_sources():
     gfx = constants(pk.TARGETS["gfx950"].source)
     assert pk.dynamic_lds_bytes(32, 128, 1) == 32 * (128 + gfx["Q_PAD"]) + 32 * 4
     assert gfx["MAX_NEXT_N"] == sm90["MAX_NEXT_N"] == pk.MAX_NEXT_N
+
+
+def test_every_decode_design_has_a_gate():
+    """paged_grading.LOGIT_EPS names the per-logit gate of every built design, and the default designs are held to
+    prefill's fp32-class eps (one gate: rawindexer.grading.logit_gate)."""
+    from rawindexer import paged_kernels as pk
+    from rawindexer.grading import LOGIT_EPS as PREFILL_EPS
+    from rawindexer.paged_grading import LOGIT_EPS, design_eps
+
+    designs = {(arch, v) for arch, target in pk.TARGETS.items() for v in target.variants}
+    assert set(LOGIT_EPS) == designs
+    assert all(design_eps(arch) == PREFILL_EPS for arch in pk.TARGETS)

@@ -3,9 +3,11 @@
 Full sweep: heads {32, 64, 128} x head_dim {64, 128} x block size {1, 16, 64} x next_n 1..4 x both
 context-length forms x clean_logits, each over the ragged lengths 0, 1, bs-1, bs, bs+1 and a long one, with
 shuffled + shared physical blocks, poisoned unused table entries and NaN-poisoned padded output rows;
-graded against the float64 numpy reference: exact mask, and |out - ref| <= 1e-5 * T per logit for the
-default design ("f16": the score wgmma on exactly converted values); the "fp8" design (e4m3 wgmma, Hopper's
-shorter fp8 accumulation) is held to the anchors' calc_diff < 1e-3 and its worst |err| / T is printed.
+graded against the float64 numpy reference: exact mask, calc_diff < 1e-3, and prefill's per-logit gate
+(rawindexer.grading.logit_gate) |out - ref| <= eps * T with each design's eps (rawindexer.paged_grading.LOGIT_EPS):
+1e-5 for the default design ("f16": the score wgmma on exactly converted values), 2e-4 for "fp8" (e4m3 wgmma,
+Hopper's shorter fp8 accumulation, as prefill's fp8 wgmma designs in docs/NUMERICS.md); the worst |err| / T is
+printed.
 Also: forced context splits; CUDA-graph capture of the three entry points (function with out=, PagedIndexer
 allocating its output inside the capture, a bound prepare_paged_mqa_logits launch) with the context lengths and
 q changed between replays (no host read of device memory); the torch-allocated output; and, with two GPUs
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rawindexer.paged_cases import make_case, ragged_lengths  # noqa: E402
-from rawindexer.paged_grading import grade_paged  # noqa: E402
+from rawindexer.paged_grading import design_eps, grade_paged  # noqa: E402
 from rawindexer.paged_reference import fp8_paged_mqa_logits_ref  # noqa: E402
 
 HEADS = (32, 64, 128)
@@ -69,14 +71,12 @@ def run_case(case, clean: bool, *, seed_note: str = "", **tunables) -> tuple[boo
     got = padded.cpu().numpy()
     ref, bound = fp8_paged_mqa_logits_ref(case.q, case.kv_cache, case.weights, case.context_lens, case.block_table,
                                           case.max_context_len, clean, with_bound=True)
-    grade = grade_paged(got[:, :case.max_context_len], ref, bound, case.lengths(), clean)
+    grade = grade_paged(got[:, :case.max_context_len], ref, bound, case.lengths(), clean,
+                        eps=design_eps("sm_90a", tunables.get("variant")))
     pad_ok = bool(np.isnan(got[:, case.max_context_len:]).all())
     inside = np.arange(case.max_context_len)[None, :] < case.lengths()[:, None]
     diff = calc_diff(got[:, :case.max_context_len][inside], ref[inside])
-    if tunables.get("variant") == "fp8":  # the anchors' gate; the per-logit bound is reported, not required
-        ok = grade.mask_ok and grade.unwritten == 0 and grade.overwritten == 0 and diff < DIFF_TOLERANCE
-    else:
-        ok = grade.ok
+    ok = grade.ok and diff < DIFF_TOLERANCE  # the per-logit gate of the design, and the anchors' calc_diff
     return ok and pad_ok, (grade.message + f", calc_diff {diff:.1e}" + ("" if pad_ok else ", ROW PADDING WRITTEN")
                            + seed_note)
 
@@ -115,7 +115,7 @@ def _to(case, device) -> dict:
 def _grade(case, got, clean: bool) -> tuple[bool, str]:
     ref, bound = fp8_paged_mqa_logits_ref(case.q, case.kv_cache, case.weights, case.context_lens, case.block_table,
                                           case.max_context_len, clean, with_bound=True)
-    grade = grade_paged(got.cpu().numpy(), ref, bound, case.lengths(), clean)
+    grade = grade_paged(got.cpu().numpy(), ref, bound, case.lengths(), clean, eps=design_eps("sm_90a"))
     return grade.ok, grade.message
 
 
