@@ -4,7 +4,7 @@
   holds the NaN poison (never written); every column inside is finite;
 * per logit: prefill's gate, :func:`rawindexer.grading.logit_gate` (one gate for both ops), with each row's
   window [0, length): |out - ref| <= eps * T, T = scale[t] * sum_h |relu(<q, k>) * w| (the reference's bound).
-  eps per design: :data:`LOGIT_EPS` (the fp32-class 1e-5 of the default designs; Hopper's fp8 wgmma design
+  eps per design: :func:`design_eps` (the fp32-class 1e-5 of the default designs; Hopper's fp8 wgmma design
   is held to prefill's fp8-wgmma eps, docs/NUMERICS.md).
 """
 from __future__ import annotations
@@ -16,17 +16,14 @@ import numpy as np
 from .grading import LOGIT_EPS as EPS  # noqa: F401  (the default designs' gate; tests import it from here)
 from .grading import logit_gate
 
-#: per-logit gate of each decode design, (target, variant) -> eps; variant "" = the target's only design.
-#: sm_90a "f16" converts the fp8 keys exactly and accumulates f16 products in fp32 (prefill's "mma" class);
-#: "fp8" runs the e4m3 wgmma, whose accumulator is shorter than fp32 (prefill's "wg" class, docs/NUMERICS.md).
-LOGIT_EPS = {("gfx950", ""): 1e-5, ("sm_90a", "f16"): 1e-5, ("sm_90a", "fp8"): 2e-4}
-
-
 def design_eps(arch: str, variant: str | None = None) -> float:
-    """The per-logit gate of a decode design (None = the target's default design)."""
+    """The per-logit gate of a decode design (None = the target's default design): the family module's
+    LOGIT_EPS, as prefill's designs keep theirs (rawindexer.dispatch.gfx950 / sm90)."""
+    from .dispatch import paged_gfx950, paged_sm90
     from .paged_kernels import TARGETS
 
-    return LOGIT_EPS[(arch, TARGETS[arch].default_variant if variant is None else variant)]
+    table = {"gfx950": paged_gfx950.LOGIT_EPS, "sm_90a": paged_sm90.LOGIT_EPS}[arch]
+    return table[TARGETS[arch].default_variant if variant is None else variant]
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,9 @@ class PagedPointers:
     out: int
 
 
+#: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.grading.logit_gate; docs/NUMERICS.md): the
+#: head reduce in fp32 on the VALU, fp32 products -- the default designs' 1e-5
+LOGIT_EPS = {"": 1e-5}
 #: the decode kernels' pointer arguments, in :class:`PagedPointers` order
 PAGED_POINTER_ARGS = ("q", "kv_cache", "weights", "context_lens", "block_table", "out")
 #: both kernels read q and the cache with 16-byte loads
