@@ -505,21 +505,39 @@ class PreparedOp:
     def _call(self, arrays: tuple, out: Any, scalars: tuple, stream: int | None) -> Any:
         """Read, look up (or validate and plan), allocate ``out`` if None, launch; the caller's result. The hot
         path: torch tensors whose description (with ``scalars`` and out's) was validated before; everything it
-        reads is in the key, so a hit is a call validated before; anything else takes :meth:`_call_slow`."""
+        reads is in the key (:func:`torch_key`'s tuple, built inline here), so a hit is a call validated before;
+        allocator-aligned pointers go straight to the bound launch. Anything else takes :meth:`_call_slow`."""
         T = _TorchTensor
         if T is not None and (out is None or type(out) is T):
-            for a in arrays:
-                if type(a) is not T:
+            key: list = []
+            for t in arrays:
+                if type(t) is not T:
                     break
+                key += (t.shape, t.is_contiguous(), t.dtype, t.get_device())
             else:
-                shape = self._shapes.get(torch_key(arrays, scalars, out))
+                key += scalars
+                key.append(None if out is None else
+                           (out.shape, out.stride(), out.dtype, out.get_device(), out.requires_grad))
+                shape = self._shapes.get(tuple(key))
                 if shape is not None and not shape.host_checks:
                     if stream is None:
                         stream = shape.stream_now()
                     if out is None:
                         out = _torch_empty_like(shape.out_like)
                     if shape.problem is not None:
-                        self._launch(shape, (*[a.data_ptr() for a in arrays], out.data_ptr()), stream)
+                        ptrs = [t.data_ptr() for t in arrays]
+                        ptrs.append(out.data_ptr())
+                        bits = 0
+                        for p in ptrs:
+                            bits |= p
+                        prepared = shape.aligned
+                        try:
+                            if bits & ALIGNMENT_BITS or prepared is None:
+                                raise _OtherAlignment
+                            prepared.go(stream, *ptrs)
+                        except (_OtherAlignment, TypeError, OverflowError, struct.error):
+                            # other alignments, a first launch, or a stream= the launch cannot take
+                            self._launch(shape, tuple(ptrs), stream)
                     return out
         return self._call_slow(arrays, out, scalars, stream)
 

@@ -202,8 +202,10 @@ class PagedIndexer(PreparedOp):
                  stream: int | None = None) -> Any:
         """Decode logits; arguments as :func:`fp8_paged_mqa_logits`. Returns ``out`` (written in place) or a
         new [B * next_n, max_context_len] float32 array of the caller's framework."""
-        return self._call((q, kv_cache, weights, context_lens, block_table), out,
-                          self._scalars(max_context_len, clean_logits), stream)
+        if type(max_context_len) is not int or (clean_logits is not True and clean_logits is not False):
+            max_context_len, clean_logits = self._scalars(max_context_len, clean_logits)
+        return self._call((q, kv_cache, weights, context_lens, block_table), out, (max_context_len, clean_logits),
+                          stream)
 
     def bind(self, q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any, max_context_len: int,
              clean_logits: bool = False, out: Any = None, *, stream: int | None = None) -> BoundLaunch:
