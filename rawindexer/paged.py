@@ -172,6 +172,7 @@ class PagedIndexer(PreparedOp):
         self._check_supported(device, problem)
         rows = problem.batch * problem.next_n
         launch = problem if problem.batch and problem.max_context_len else None  # else nothing to write
+        # the shape's dims: num_blocks, what the memcheck spans need beyond the problem
         return _Shape(num_blocks, launch, device, (rows, max_context_len))
 
     @staticmethod
