@@ -1,125 +1,168 @@
-"""The public entry points: ``fp8_mqa_logits`` (any DLPack framework), ``launch`` (raw pointers),
-``is_supported``.
+"""The public entry points: :class:`Indexer` (the prepared launch), ``fp8_mqa_logits`` (any DLPack framework),
+``launch`` (raw pointers), ``is_supported``.
 
-Flow of one call: borrow every array zero-copy through DLPack -> validate -> pick the backend from the
-arrays' device (CPU -> gfx950 emulator, ROCm -> hip, CUDA -> sm_90a twin) -> the kernel family plans
-the launch (variant, grid, block, kernargs) -> the backend launches on the caller's stream. No
-synchronize: the result is ready when the caller's stream says so.
+A serving loop calls the indexer once per layer per step, so a call must cost microseconds of host time.
+Everything that does not depend on the call is resolved once: the backend, the per-device module and
+function, the device's compute units (:class:`_Device`), and per distinct call description -- shapes,
+strides, dtypes, devices, clean_logits, pointer alignment -- the validation and the launch plan with its
+pointers left as holes (:class:`_Shape`, :class:`_Prepared`). A call then reads pointers and descriptions
+(torch and CuPy arrays through their own attributes, anything else through DLPack), looks its description
+up, writes seven pointers into a reused kernarg buffer and launches on the caller's current stream of the
+inputs' device. Nothing synchronises, nothing reads device memory on the host, and outputs are allocated
+through the caller's framework, so a call made while the caller's stream is captured into a CUDA graph
+(torch.cuda.graph, CuPy graphs) is captured like any framework op.
 """
 from __future__ import annotations
 
+import ctypes
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from . import dlpack
 from .backends import Backend, BufferSpan, backend_for_device_type, get_backend
+from .backends.base import PackedKernargs
 from .dispatch import family_for
-from .dispatch.base import LaunchPlan, Pointers, Problem, Tunables
-from .validation import Dims, validate
+from .dispatch.base import ALIGNMENT_BITS, LaunchTemplate, Problem, Tunables
+from .validation import Dims, Operand, ValidationError, as_bool, as_int, validate
 
-_modules: dict[tuple[str, int, str], Any] = {}
-_functions: dict[tuple[str, int, str, str], Any] = {}
+_ARG_NAMES = ("q_fp8", "k_fp8", "kv_scale", "weights", "cu_seqlen_ks", "cu_seqlen_ke")
+#: distinct call descriptions kept per Indexer before the cache starts over (a serving loop sees a handful)
+MAX_CACHED_SHAPES = 512
 
 
 def is_supported(num_heads: int, head_dim: int, arch: str = "gfx950") -> bool:
     """True when a built kernel for ``arch`` ("gfx950" or "sm_90a") serves this (num_heads, head_dim);
-    callers route other shapes elsewhere instead of tripping an error."""
-    return family_for(arch).is_supported(int(num_heads), int(head_dim))
-
-
-def _function(backend: Backend, device_id: int, symbol: str) -> Any:
-    key = (backend.name, device_id, backend.arch)
-    if key not in _modules:
-        _modules[key] = backend.load_module(family_for(backend.arch).code_object())
-    fkey = (*key, symbol)
-    if fkey not in _functions:
-        _functions[fkey] = backend.get_function(_modules[key], symbol)
-    return _functions[fkey]
-
-
-def _spans(dims: Dims, ptrs: Pointers, out_row_stride: int) -> list[BufferSpan]:
-    """The memory one launch may touch, for the emulator's memcheck (GPU backends ignore it)."""
-    M, N, H, D = dims.M, dims.N, dims.heads, dims.head_dim
-    out_bytes = ((M - 1) * out_row_stride + N) * 4 if M and N else 0
-    return [
-        BufferSpan(ptrs.q, M * H * D), BufferSpan(ptrs.k, N * D), BufferSpan(ptrs.kv_scale, 4 * N),
-        BufferSpan(ptrs.weights, 4 * M * H), BufferSpan(ptrs.cu_seqlen_ks, 4 * M),
-        BufferSpan(ptrs.cu_seqlen_ke, 4 * M), BufferSpan(ptrs.out, out_bytes, writable=True),
-    ]
-
-
-def _plan_and_launch(backend: Backend, device_id: int, dims: Dims, ptrs: Pointers, out_row_stride: int,
-                     clean_logits: bool, tunables: Tunables, stream: int) -> LaunchPlan | None:
-    family = family_for(backend.arch)
-    if tunables.variant is not None and backend.arch != "gfx950":
-        raise ValueError(f"variant: only the gfx950 kernel has variants; got {tunables.variant!r} for {backend.arch}")
-    if not family.is_supported(dims.heads, dims.head_dim):
-        raise ValueError(f"(num_heads, head_dim): expected a shape with a built {backend.arch} kernel "
-                         f"(is_supported() says which), got ({dims.heads}, {dims.head_dim})")
-    if dims.M == 0 or dims.N == 0:
-        return None  # nothing to compute, nothing to write
-    problem = Problem(dims.M, dims.N, dims.heads, dims.head_dim, out_row_stride, bool(clean_logits))
-    plan = family.plan(problem, tunables, ptrs, backend.compute_units(device_id))
-    if hasattr(backend, "set_device"):
-        backend.set_device(device_id)
-    backend.launch(_function(backend, device_id, plan.symbol), plan.grid, plan.block, plan.kernargs,
-                   stream=stream, buffers=_spans(dims, ptrs, out_row_stride), shared_mem=plan.shared_mem)
-    return plan
-
-
-def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqlen_ks_ptr: int,
-           cu_seqlen_ke_ptr: int, out_ptr: int, *, M: int, N: int, num_heads: int, head_dim: int,
-           out_row_stride: int | None = None, clean_logits: bool = True, stream: int = 0,
-           device: str = "hip", device_id: int = 0, block_m: int = 0, split_n: int = 0, num_warps: int = 0,
-           unroll2: bool | None = None, reverse_rows: bool | None = None,
-           variant: str | None = None) -> LaunchPlan | None:
-    """Raw entry for hosts without a DLPack framework: device pointers as integers.
-
-    q [M, num_heads, head_dim] and k [N, head_dim] are contiguous fp8 e4m3fn bytes; kv_scale [N],
-    weights [M, num_heads] contiguous float32; cu_seqlen_ks / cu_seqlen_ke [M] int32; out [M, N]
-    float32 with rows ``out_row_stride`` (>= N, default N) elements apart. ``device`` is a backend name
-    ("hip", "cuda" or "emulator", whose pointers are host addresses). Returns the plan it launched
-    (None when M or N is 0: nothing is launched).
-    """
-    out_row_stride = N if out_row_stride is None else int(out_row_stride)
-    if out_row_stride < N:
-        raise ValueError(f"out_row_stride: expected >= N={N}, got {out_row_stride}")
-    for name, value in [("M", M), ("N", N), ("num_heads", num_heads), ("head_dim", head_dim)]:
-        if int(value) < 0:
-            raise ValueError(f"{name}: expected >= 0, got {value}")
-    ptrs = Pointers(q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr, out_ptr)
-    tunables = Tunables(block_m, split_n, num_warps, unroll2, reverse_rows, variant)
-    return _plan_and_launch(get_backend(device), device_id, Dims(M, N, num_heads, head_dim), ptrs,
-                            out_row_stride, clean_logits, tunables, stream)
+    callers route other shapes elsewhere instead of tripping an error. Ints (or bools) only."""
+    return family_for(arch).is_supported(as_int("num_heads", num_heads), as_int("head_dim", head_dim))
 
 
 # ---------------------------------------------------------------------------------------------------
-# Streams and output allocation in the caller's framework
+# Reading arrays: a framework's own attributes where we know them (torch, CuPy), DLPack otherwise.
+# Each reader returns (ptr, description, readonly, keepalive); description = (shape, strides, dtype, device)
+# is what validation and the plan depend on, so it is the cache key.
 # ---------------------------------------------------------------------------------------------------
-def _current_stream(framework: str, backend: Backend, device_id: int) -> int:
-    """The caller's current stream, so we launch where the caller's own work is queued."""
-    if backend.name == "emulator":
-        return 0
-    if framework == "torch":
+_Read = tuple  # (ptr, (shape, strides, dtype name, (device_type, device_id)), readonly, keepalive)
+
+_TORCH_DTYPES: dict[Any, str] = {}
+_TORCH_GPU_TYPE = dlpack.DL_CUDA
+
+
+def _torch_dtype_name(dtype: Any) -> str:
+    name = _TORCH_DTYPES.get(dtype)
+    if name is None:
+        text = str(dtype).removeprefix("torch.")
+        try:
+            name = dlpack.dtype_from_name(text).name
+        except dlpack.DLPackError:
+            name = text  # not a DLPack type; validation names it
+        _TORCH_DTYPES[dtype] = name
+    return name
+
+
+def _read_torch(t: Any, name: str, dl_stream: Any) -> _Read | None:
+    """torch.Tensor through its attributes: the same pointer, shape, strides, dtype and device that
+    ``t.__dlpack__()`` exports (tests/test_launch_path.py checks both routes agree), without a capsule.
+    None for tensors this route does not describe (devices other than CPU / CUDA / ROCm)."""
+    if t.is_cuda:
+        device = (_TORCH_GPU_TYPE, t.get_device())
+    elif t.is_cpu:
+        device = (dlpack.DL_CPU, 0)
+    else:
+        return None
+    return t.data_ptr(), (t.shape, t.stride(), _torch_dtype_name(t.dtype), device), False, None
+
+
+def _read_cupy(a: Any, name: str, dl_stream: Any) -> _Read | None:
+    """cupy.ndarray through its attributes (byte strides turned into elements)."""
+    itemsize = a.itemsize
+    strides = a.strides
+    if any(s % itemsize for s in strides):
+        return None  # not expressible in elements: DLPack refuses it with its own message
+    memptr = a.data
+    return (memptr.ptr, (a.shape, tuple(s // itemsize for s in strides), a.dtype.name,
+                         (_CUPY_GPU_TYPE, memptr.device_id)), False, None)
+
+
+_CUPY_GPU_TYPE = dlpack.DL_CUDA
+
+
+def _read_dlpack(obj: Any, name: str, dl_stream: Any) -> _Read:
+    """Any ``__dlpack__`` producer: borrow it zero-copy (the view is kept alive until the launch is queued)."""
+    view = dlpack.from_dlpack(obj, name=name, stream=dl_stream)
+    return view.ptr, (view.shape, view.strides, view.dtype.name, view.device), view.readonly, view
+
+
+#: exact array type -> (framework name, fast reader or None); filled on first sight of a type
+_TYPES: dict[type, tuple[str, Callable | None]] = {}
+#: torch.Tensor once torch arrays have been seen (the all-torch call takes a shorter path)
+_TorchTensor: type | None = None
+
+
+def _classify(cls: type, obj: Any) -> tuple[str, Callable | None]:
+    entry = _TYPES.get(cls)
+    if entry is None:
+        framework = dlpack.framework_of(obj)
+        reader = None
+        if framework == "torch":
+            import torch
+
+            global _TORCH_GPU_TYPE
+            _TORCH_GPU_TYPE = dlpack.DL_ROCM if getattr(torch.version, "hip", None) else dlpack.DL_CUDA
+            reader = _read_torch if isinstance(obj, torch.Tensor) else None
+            global _TorchTensor
+            _TorchTensor = torch.Tensor
+        elif framework == "cupy":
+            import cupy
+
+            global _CUPY_GPU_TYPE
+            _CUPY_GPU_TYPE = dlpack.DL_ROCM if getattr(cupy.cuda.runtime, "is_hip", False) else dlpack.DL_CUDA
+            reader = _read_cupy if isinstance(obj, cupy.ndarray) else None
+        entry = _TYPES[cls] = (framework, reader)
+    return entry
+
+
+def _device_of(obj: Any, name: str) -> tuple[int, int]:
+    get = getattr(obj, "__dlpack_device__", None)
+    if get is None:
+        raise dlpack.DLPackError(f"{name}: expected an array with __dlpack__ (torch, CuPy, JAX, numpy), "
+                                 f"got {type(obj).__name__}")
+    dev = get()
+    return int(dev[0]), int(dev[1])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Streams and outputs in the caller's framework
+# ---------------------------------------------------------------------------------------------------
+_torch_raw_stream: Callable[[int], int] | None = None
+
+
+def _torch_stream(device_id: int) -> int:
+    """torch's current stream of ``device_id`` as a raw handle (what torch's own Triton launcher reads:
+    no Stream object is built), falling back to the public API."""
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
         import torch
 
-        return int(torch.cuda.current_stream(device_id).cuda_stream)
-    if framework == "cupy":
-        import cupy
-
-        return int(cupy.cuda.get_current_stream().ptr)
-    return 0  # JAX and raw producers: the default stream, synchronised through the DLPack handshake
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else (
+            lambda d: int(torch.cuda.current_stream(d).cuda_stream))
+    return _torch_raw_stream(device_id)
 
 
-def _dlpack_stream(backend: Backend, stream: int) -> int | None:
-    """The stream argument the DLPack producer expects from a consumer on ``stream``."""
-    if backend.name == "emulator":
-        return None
-    if backend.name == "cuda":
-        return stream or 1  # 1 = the legacy default stream (0 is not allowed for CUDA)
-    return stream or 0
+def _cupy_stream(device_id: int) -> int:
+    import cupy
+
+    try:
+        return int(cupy.cuda.get_current_stream(device_id).ptr)
+    except TypeError:  # older CuPy: the current device's stream only
+        with cupy.cuda.Device(device_id):
+            return int(cupy.cuda.get_current_stream().ptr)
+
+
+_STREAM_OF_FRAMEWORK: dict[str, Callable[[int], int]] = {"torch": _torch_stream, "cupy": _cupy_stream}
 
 
 @dataclass
@@ -133,36 +176,436 @@ class _DeviceBuffer:
 
 
 def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int, int], M: int, N: int,
-                  stream: int) -> tuple[Any, Any]:
-    """(buffer the kernel writes, function giving the caller's result once the launch is queued)."""
+                  stream: int) -> tuple[Any, int, Callable[[], Any]]:
+    """(output the caller gets, its device pointer, function giving the caller's result once the launch is
+    queued). torch and CuPy allocate through their own allocators (graph-capture safe), and their result is
+    the array itself: nothing is re-imported."""
     if framework == "torch":
         import torch
 
         out = torch.empty((M, N), dtype=torch.float32, device=like.device)
-        return out, lambda: out
+        return out, out.data_ptr(), lambda: out
     if framework == "cupy":
         import cupy
 
         with cupy.cuda.Device(device[1]):
             out = cupy.empty((M, N), dtype=cupy.float32)
-        return out, lambda: out
-    if backend.name == "emulator":
+        return out, out.data.ptr, lambda: out
+    if backend.dlpack_device_type == dlpack.DL_CPU:
         # The emulator finishes inside the launch call, so frameworks whose arrays are immutable (JAX)
         # import the result afterwards; an earlier import could copy the still-empty buffer.
         out = np.empty((M, N), dtype=np.float32)
         if framework in ("numpy", "unknown"):
-            return out, lambda: out
-        return out, lambda: dlpack.import_into(framework, dlpack.DLPackArray.from_numpy(out))
-    allocation = backend.alloc(4 * M * N)
+            return out, out.ctypes.data, lambda: out
+        return out, out.ctypes.data, lambda: dlpack.import_into(framework, dlpack.DLPackArray.from_numpy(out))
+    allocation = backend.alloc(4 * M * N, device[1])
     array = dlpack.DLPackArray(allocation.ptr, (M, N), "float32", device, owner=_DeviceBuffer(allocation))
 
     def result() -> Any:
         # Imported after the launch is queued; the framework's stream then waits for ours (the DLPack
-        # handshake), since a framework may copy or read the buffer on its own stream right away.
+        # handshake; nothing when it is our stream), since a framework may read the buffer right away.
         array.ready = lambda consumer: backend.order_after(consumer, stream)
         return dlpack.import_into(framework, array)
 
-    return array, result
+    return array, allocation.ptr, result
+
+
+def _dlpack_stream(backend: Backend, stream: int) -> int | None:
+    """The stream argument a DLPack producer expects from a consumer on ``stream``."""
+    if backend.dlpack_device_type == dlpack.DL_CPU:
+        return None
+    if backend.dlpack_device_type == dlpack.DL_CUDA:
+        return stream or 1  # 1 = the legacy default stream (0 is not allowed for CUDA)
+    return stream or 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# What is resolved once
+# ---------------------------------------------------------------------------------------------------
+class _Device:
+    """One (backend, device): the loaded module, functions by symbol, compute units."""
+
+    def __init__(self, backend: Backend, device_id: int) -> None:
+        self.backend = backend
+        self.device_id = device_id
+        self.family = family_for(backend.arch)
+        self.compute_units = backend.compute_units(device_id)
+        self._module: Any = None
+        self._functions: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def function(self, symbol: str) -> Any:
+        fn = self._functions.get(symbol)
+        if fn is None:
+            with self._lock:
+                if self._module is None:
+                    self._module = self.backend.load_module(self.family.code_object(), self.device_id)
+                fn = self._functions[symbol] = self.backend.get_function(self._module, symbol)
+        return fn
+
+
+class _Prepared:
+    """A launch ready to go but for its pointers: template, function, and a kernarg buffer reused by every
+    call (under a lock from writing the pointers to the driver's copy of the buffer)."""
+
+    __slots__ = ("template", "function", "kernargs", "lock", "grid", "block", "shared_mem", "write", "offset")
+
+    def __init__(self, template: LaunchTemplate, function: Any, kernargs: PackedKernargs) -> None:
+        self.template = template
+        # write(buffer, offset, *seven pointers): one pack_into when the pointers are consecutive (the manifest's
+        # layout), else the template's general writer
+        self.write, self.offset = template.pointer_writer()
+        self.function = function
+        self.kernargs = kernargs
+        self.lock = threading.Lock()
+        self.grid, self.block, self.shared_mem = template.grid, template.block, template.shared_mem
+
+
+class _Shape:
+    """One validated call description: dims, problem, and its prepared launches by pointer alignment."""
+
+    __slots__ = ("dims", "problem", "device", "prepared", "torch_device")
+
+    def __init__(self, dims: Dims, problem: Problem | None, device: _Device) -> None:
+        self.dims = dims
+        self.problem = problem  # None when M or N is 0: nothing to launch
+        self.device = device
+        self.prepared: dict[tuple[int, ...], _Prepared] = {}
+        self.torch_device: Any = None  # where an all-torch call allocates its output
+
+
+# ---------------------------------------------------------------------------------------------------
+# The prepared launch object
+# ---------------------------------------------------------------------------------------------------
+class Indexer:
+    """A prepared ``fp8_mqa_logits``: resolve once, then each call costs microseconds of host time.
+
+        indexer = rawindexer.Indexer(num_heads=64, head_dim=128)          # e.g. one per model
+        logits = indexer(q_fp8, k_fp8, kv_scale, weights, ks, ke, clean_logits=False, out=buf)
+
+    ``num_heads`` / ``head_dim``: the shape this object serves (checked once per new call shape; None =
+    whatever q_fp8 has). ``device``: a backend name ("cuda", "hip", "emulator") to insist on, or None to
+    follow the arrays' DLPack device (CPU -> emulator, CUDA -> sm_90a, ROCm -> gfx950). Tunables as in
+    :func:`fp8_mqa_logits`. The device of the inputs decides where the call runs (its context is made
+    current for the launch and the caller's is restored), on the caller's current stream of that device.
+    Thread-safe: several threads (one per GPU, say) may share one object.
+    """
+
+    def __init__(self, num_heads: int | None = None, head_dim: int | None = None, *, device: str | None = None,
+                 block_m: int = 0, split_n: int = 0, num_warps: int = 0, unroll2: bool | None = None,
+                 reverse_rows: bool | None = None, variant: str | None = None) -> None:
+        self.num_heads = None if num_heads is None else as_int("num_heads", num_heads)
+        self.head_dim = None if head_dim is None else as_int("head_dim", head_dim)
+        self.tunables = Tunables(as_int("block_m", block_m), as_int("split_n", split_n),
+                                 as_int("num_warps", num_warps),
+                                 None if unroll2 is None else as_bool("unroll2", unroll2),
+                                 None if reverse_rows is None else as_bool("reverse_rows", reverse_rows), variant)
+        self._backend = get_backend(device) if device is not None else None
+        if self._backend is not None:
+            self._check_backend(self._backend)
+        self._devices: dict[tuple[int, int], _Device] = {}
+        self._shapes: dict[tuple, _Shape] = {}
+        self._lock = threading.Lock()
+
+    # -- resolution (once per device / shape) ------------------------------------------------------------
+    def _check_backend(self, backend: Backend) -> None:
+        if self.tunables.variant is not None and backend.arch != "gfx950":
+            raise ValueError(f"variant: only the gfx950 kernel has variants; got {self.tunables.variant!r} "
+                             f"for {backend.arch}")
+        if self.num_heads is not None and self.head_dim is not None:
+            self._check_supported(backend, self.num_heads, self.head_dim)
+
+    @staticmethod
+    def _check_supported(backend: Backend, heads: int, head_dim: int) -> None:
+        if not family_for(backend.arch).is_supported(heads, head_dim):
+            raise ValueError(f"(num_heads, head_dim): expected a shape with a built {backend.arch} kernel "
+                             f"(is_supported() says which), got ({heads}, {head_dim})")
+
+    def _device(self, device: tuple[int, int]) -> _Device:
+        state = self._devices.get(device)
+        if state is None:
+            if self._backend is None:
+                backend = backend_for_device_type(device[0])
+            elif device[0] == self._backend.dlpack_device_type:
+                backend = self._backend
+            else:
+                raise ValueError(f"arrays: expected arrays on a {self._backend.name} device (this Indexer's "
+                                 f"device=), got arrays on DLPack device {device}")
+            self._check_backend(backend)
+            with self._lock:
+                state = self._devices.get(device)
+                if state is None:
+                    state = self._devices[device] = _Device(backend, device[1])
+        return state
+
+    def _shape(self, key: tuple, ops: list[Operand], out: Operand | None, clean: bool, device: _Device) -> _Shape:
+        dims = validate(*ops, out)
+        if self.num_heads is not None and dims.heads != self.num_heads:
+            raise ValidationError(f"q_fp8: expected num_heads={self.num_heads} (this Indexer's), got "
+                                  f"shape {tuple(ops[0].shape)}")
+        if self.head_dim is not None and dims.head_dim != self.head_dim:
+            raise ValidationError(f"q_fp8: expected head_dim={self.head_dim} (this Indexer's), got "
+                                  f"shape {tuple(ops[0].shape)}")
+        backend = device.backend
+        self._check_supported(backend, dims.heads, dims.head_dim)
+        problem = None
+        if dims.M and dims.N:
+            stride = out.strides[0] if out is not None and dims.M > 1 else dims.N
+            problem = Problem(dims.M, dims.N, dims.heads, dims.head_dim, stride, clean)
+        shape = _Shape(dims, problem, device)
+        with self._lock:
+            if len(self._shapes) >= MAX_CACHED_SHAPES:
+                self._shapes.clear()
+            self._shapes[key] = shape
+        return shape
+
+    def _prepared(self, shape: _Shape, alignment: tuple[int, ...]) -> _Prepared:
+        device = shape.device
+        template = device.family.prepare(shape.problem, self.tunables, alignment, device.compute_units)
+        prepared = _Prepared(template, device.function(template.symbol),
+                             device.backend.kernarg_buffer(template.kernargs))
+        with self._lock:
+            shape.prepared[alignment] = prepared
+        return prepared
+
+    # -- the call -------------------------------------------------------------------------------------
+    def __call__(self, q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
+                 clean_logits: bool = True, out: Any = None, *, stream: int | None = None) -> Any:
+        """logits[m, n] = sum_h relu(<q[m,h], k[n]>) * kv_scale[n] * weights[m,h] for n in [ks[m], ke[m]).
+
+        Arguments as :func:`fp8_mqa_logits`. Returns ``out`` (written in place) or a new [M, N] float32
+        array of the caller's framework.
+        """
+        if clean_logits is not True and clean_logits is not False:
+            clean_logits = as_bool("clean_logits", clean_logits)
+        T = _TorchTensor
+        if (T is not None and type(q_fp8) is T and type(k_fp8) is T and type(kv_scale) is T and type(weights) is T
+                and type(cu_seqlen_ks) is T and type(cu_seqlen_ke) is T and (out is None or type(out) is T)):
+            return self._call_torch(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out,
+                                    stream)
+        return self._call_any(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, stream)
+
+    def _call_torch(self, q: Any, k: Any, kv: Any, w: Any, ks: Any, ke: Any, clean: bool, out: Any,
+                    stream: int | None) -> Any:
+        """All arrays torch tensors: the key is read straight off the tensors (shape, strides, dtype, device),
+        no capsule, no per-array tuple building beyond the key itself."""
+        if out is not None and out.requires_grad:
+            raise ValidationError("out: expected a tensor that does not require grad (the kernel writes it in "
+                                  "place, outside autograd), got requires_grad=True")
+        # get_device() is -1 on the CPU and the ordinal on a GPU; which kind of GPU was settled when this key was
+        # first validated (a process does not mix CUDA tensors with another GPU kind's).
+        key = (q.shape, q.stride(), q.dtype, q.get_device(), k.shape, k.stride(), k.dtype, k.get_device(),
+               kv.shape, kv.stride(), kv.dtype, kv.get_device(), w.shape, w.stride(), w.dtype, w.get_device(),
+               ks.shape, ks.stride(), ks.dtype, ks.get_device(), ke.shape, ke.stride(), ke.dtype, ke.get_device(),
+               clean, None if out is None else (out.shape, out.stride(), out.dtype, out.get_device()))
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._torch_shape(key, (q, k, kv, w, ks, ke), out, clean)
+            if shape is None:  # a device this route does not describe: DLPack decides
+                return self._call_any(q, k, kv, w, ks, ke, clean, out, stream)
+        device = shape.device
+        gpu = device.backend.dlpack_device_type != dlpack.DL_CPU
+        if stream is None:
+            stream = _torch_stream(device.device_id) if gpu else 0
+        if not gpu:
+            self._check_host_scales(kv.data_ptr(), shape.dims.N)
+        if out is None:
+            import torch
+
+            out = torch.empty((shape.dims.M, shape.dims.N), dtype=torch.float32, device=shape.torch_device)
+        if shape.problem is not None:
+            self._launch(shape, (q.data_ptr(), k.data_ptr(), kv.data_ptr(), w.data_ptr(), ks.data_ptr(),
+                                 ke.data_ptr(), out.data_ptr()), stream)
+        return out
+
+    def _torch_shape(self, key: tuple, tensors: tuple, out: Any, clean: bool) -> _Shape | None:
+        reads = [_read_torch(t, name, None) for t, name in zip(tensors, _ARG_NAMES)]
+        out_read = None if out is None else _read_torch(out, "out", None)
+        if any(r is None for r in reads) or (out is not None and out_read is None):
+            return None
+        ops = [Operand(r[0], tuple(r[1][0]), tuple(r[1][1]), r[1][2], r[1][3], r[2]) for r in reads]
+        out_op = None if out_read is None else Operand(out_read[0], tuple(out_read[1][0]), tuple(out_read[1][1]),
+                                                        out_read[1][2], out_read[1][3], out_read[2])
+        shape = self._shape(key, ops, out_op, clean, self._device(ops[0].device))
+        shape.torch_device = tensors[0].device
+        return shape
+
+    def _call_any(self, q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
+                  clean_logits: bool, out: Any, stream: int | None) -> Any:
+        """Any mix of frameworks: torch / CuPy arrays through their attributes, anything else through DLPack."""
+        arrays = (q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke)
+        framework, reader = _TYPES.get(type(q_fp8)) or _classify(type(q_fp8), q_fp8)
+        # The device comes from q_fp8 (its own attributes where we read them); every other array must match.
+        first = reader(q_fp8, "q_fp8", None) if reader is not None else None
+        device = first[1][3] if first is not None else _device_of(q_fp8, "q_fp8")
+        state = self._devices.get(device) or self._device(device)
+        backend = state.backend
+        if stream is None:
+            get_stream = _STREAM_OF_FRAMEWORK.get(framework)
+            stream = get_stream(device[1]) if get_stream is not None and device[0] != dlpack.DL_CPU else 0
+        dl_stream = None  # the DLPack route's stream argument, worked out when first needed
+
+        reads = []
+        for i, obj in enumerate(arrays):
+            if i == 0 and first is not None:
+                reads.append(first)
+                continue
+            fw, rd = _TYPES.get(type(obj)) or _classify(type(obj), obj)
+            got = rd(obj, _ARG_NAMES[i], None) if rd is not None else None
+            if got is None:
+                if dl_stream is None:
+                    dl_stream = _dlpack_stream(backend, stream)
+                got = _read_dlpack(obj, _ARG_NAMES[i], dl_stream)
+            reads.append(got)
+        out_read = None
+        if out is not None:
+            out_framework, rd = _TYPES.get(type(out)) or _classify(type(out), out)
+            if out_framework == "jax":
+                raise ValidationError("out: expected a writable array (torch, CuPy, numpy); got a JAX array, which "
+                                      "is immutable -- leave out=None to get a new JAX array")
+            if out_framework == "torch" and out.requires_grad:
+                raise ValidationError("out: expected a tensor that does not require grad (the kernel writes it in "
+                                      "place, outside autograd), got requires_grad=True")
+            out_read = rd(out, "out", None) if rd is not None else None
+            if out_read is None:
+                if dl_stream is None:
+                    dl_stream = _dlpack_stream(backend, stream)
+                out_read = _read_dlpack(out, "out", dl_stream)
+
+        key = (reads[0][1], reads[1][1], reads[2][1], reads[3][1], reads[4][1], reads[5][1],
+               None if out_read is None else (out_read[1], out_read[2]), clean_logits)
+        shape = self._shapes.get(key)
+        if shape is None:
+            ops = [Operand(r[0], tuple(r[1][0]), tuple(r[1][1]), r[1][2], r[1][3], r[2]) for r in reads]
+            out_op = None if out_read is None else Operand(out_read[0], tuple(out_read[1][0]), tuple(out_read[1][1]),
+                                                            out_read[1][2], out_read[1][3], out_read[2])
+            shape = self._shape(key, ops, out_op, clean_logits, state)
+
+        if backend.dlpack_device_type == dlpack.DL_CPU:
+            self._check_host_scales(reads[2][0], shape.dims.N)
+        dims = shape.dims
+        result = None
+        if out is None:
+            out, out_ptr, result = _allocate_out(framework, q_fp8, backend, device, dims.M, dims.N, stream)
+        else:
+            out_ptr = out_read[0]
+        if shape.problem is not None:
+            ptrs = (reads[0][0], reads[1][0], reads[2][0], reads[3][0], reads[4][0], reads[5][0], out_ptr)
+            self._launch(shape, ptrs, stream)
+        return out if result is None else result()
+
+    def _launch(self, shape: _Shape, ptrs: tuple[int, ...], stream: int) -> _Prepared:
+        a = ALIGNMENT_BITS
+        try:
+            alignment = (ptrs[0] & a, ptrs[1] & a, ptrs[2] & a, ptrs[3] & a, ptrs[4] & a, ptrs[5] & a, ptrs[6] & a)
+        except TypeError:
+            _raise_bad_pointer(ptrs)
+            raise
+        prepared = shape.prepared.get(alignment) or self._prepared(shape, alignment)
+        device = shape.device
+        backend = device.backend
+        spans = _spans(shape.dims, shape.problem.out_row_stride, ptrs) if backend.needs_buffer_spans else ()
+        previous = backend.set_device(device.device_id)
+        try:
+            with prepared.lock:
+                try:
+                    prepared.write(prepared.kernargs.buffer, prepared.offset, *ptrs)
+                except Exception:
+                    _raise_bad_pointer(ptrs)
+                    raise
+                backend.launch_packed(prepared.function, prepared.grid, prepared.block, prepared.kernargs,
+                                      stream, prepared.shared_mem, spans)
+        finally:
+            if previous is not None:
+                backend.restore_device(previous)
+        return prepared
+
+    @staticmethod
+    def _check_host_scales(ptr: int, N: int) -> None:
+        """Emulator only (host memory): kv_scale must be >= 0 since the kernel applies it after the ReLU."""
+        if not N:
+            return
+        scale = np.ctypeslib.as_array((ctypes.c_float * N).from_address(ptr))
+        if (scale < 0).any():
+            raise ValidationError(f"kv_scale: expected values >= 0 (the scale is applied after the ReLU), "
+                                  f"got min {float(scale.min())}")
+
+    # -- raw pointers -------------------------------------------------------------------------------------
+    def launch_pointers(self, pointers: tuple[int, ...], M: int, N: int, out_row_stride: int | None = None,
+                        clean_logits: bool = True, stream: int = 0, device_id: int = 0) -> LaunchTemplate | None:
+        """The prepared launch from device addresses (q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out),
+        as :func:`launch` describes them, on this Indexer's ``device=`` backend. Returns the launch template
+        used (its ``plan(pointers)`` gives the exact kernarg bytes), None when M or N is 0."""
+        if self._backend is None:
+            raise ValueError("device: launch_pointers needs an Indexer made with device= (a backend name)")
+        if clean_logits is not True and clean_logits is not False:
+            clean_logits = as_bool("clean_logits", clean_logits)
+        key = ("raw", M, N, out_row_stride, clean_logits, device_id)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._raw_shape(key, M, N, out_row_stride, clean_logits, device_id)
+        if shape.problem is None:
+            return None
+        if len(pointers) != 7:
+            raise ValueError(f"pointers: expected 7 device addresses, got {len(pointers)}")
+        return self._launch(shape, pointers, stream).template
+
+    def _raw_shape(self, key: tuple, M: Any, N: Any, out_row_stride: Any, clean: bool, device_id: Any) -> _Shape:
+        if self.num_heads is None or self.head_dim is None:
+            raise ValueError("num_heads, head_dim: launch_pointers needs an Indexer made with both")
+        M, N = as_int("M", M), as_int("N", N)
+        device_id = as_int("device_id", device_id)
+        out_row_stride = N if out_row_stride is None else as_int("out_row_stride", out_row_stride)
+        for name, value in [("M", M), ("N", N)]:
+            if value < 0:
+                raise ValueError(f"{name}: expected >= 0, got {value}")
+        if out_row_stride < N:
+            raise ValueError(f"out_row_stride: expected >= N={N}, got {out_row_stride}")
+        if N > 2**31 - 1 - 1024 or M > 2**31 - 1:
+            raise ValueError(f"M, N: expected int32 sizes (N <= {2**31 - 1025}), got M={M}, N={N}")
+        device = self._devices.get((self._backend.dlpack_device_type, device_id))
+        if device is None:
+            device = self._device((self._backend.dlpack_device_type, device_id))
+        problem = Problem(M, N, self.num_heads, self.head_dim, out_row_stride, clean) if M and N else None
+        shape = _Shape(Dims(M, N, self.num_heads, self.head_dim), problem, device)
+        with self._lock:
+            if len(self._shapes) >= MAX_CACHED_SHAPES:
+                self._shapes.clear()
+            self._shapes[key] = shape
+        return shape
+
+
+def _raise_bad_pointer(ptrs: tuple[int, ...]) -> None:
+    for name, p in zip((*_ARG_NAMES, "out"), ptrs):
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise TypeError(f"{name}: expected an int device address, got {type(p).__name__} {p!r}")
+        if not 0 <= int(p) < 2**64:
+            raise ValueError(f"{name}: expected a device address in [0, 2**64), got {p}")
+
+
+def _spans(dims: Dims, out_row_stride: int, ptrs: tuple[int, ...]) -> list[BufferSpan]:
+    """The memory one launch may touch, for the emulator's memcheck and its mapped-memory check."""
+    M, N, H, D = dims.M, dims.N, dims.heads, dims.head_dim
+    out_bytes = ((M - 1) * out_row_stride + N) * 4 if M and N else 0
+    sizes = (M * H * D, N * D, 4 * N, 4 * M * H, 4 * M, 4 * M, out_bytes)
+    return [BufferSpan(p, n, name == "out", name) for name, p, n in zip((*_ARG_NAMES, "out"), ptrs, sizes)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Functions over cached Indexers
+# ---------------------------------------------------------------------------------------------------
+_DEFAULT = Indexer()
+_BY_TUNABLES: dict[tuple, Indexer] = {}
+_RAW: dict[tuple, Indexer] = {}
+
+
+def _indexer_for(tunables: tuple) -> Indexer:
+    ind = _BY_TUNABLES.get(tunables)
+    if ind is None:
+        ind = _BY_TUNABLES[tunables] = Indexer(None, None, block_m=tunables[0], split_n=tunables[1],
+                                               num_warps=tunables[2], unroll2=tunables[3],
+                                               reverse_rows=tunables[4], variant=tunables[5])
+    return ind
 
 
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
@@ -179,42 +622,48 @@ def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqle
         cu_seqlen_ks, cu_seqlen_ke: [M] int32, each row's key window [ks, ke), clamped to [0, N); any
             int32 is legal (empty when ke <= ks after clamping).
         clean_logits: write -inf outside each row's window; when False those positions are not written.
-        out: optional [M, N] float32 destination whose row stride may be any value >= N.
+            A bool or an int.
+        out: optional [M, N] float32 destination whose row stride may be any value >= N (not a JAX array:
+            those are immutable).
         block_m, split_n, num_warps, unroll2, reverse_rows: tunables; 0 / None = host heuristic.
         variant: gfx950 kernel design, "seed" (the seed's permlane head reduce, the baseline), "mr"
             (weighted head sum on a bf16 MFMA) or "mrp" (the same with a packed-int16 ReLU); None = default.
-        stream: the stream to launch on; None = the caller framework's current stream.
+        stream: the stream to launch on; None = the caller framework's current stream of the arrays' device.
     Returns:
         logits [M, N] float32 in the caller's framework (``out`` itself when given).
     Arrays on the CPU run on the gfx950 emulator (slow; for tests and small shapes), ROCm arrays on the
-    gfx950 kernel through hip-python, CUDA arrays on the sm_90a twin.
+    gfx950 kernel through hip-python, CUDA arrays on the sm_90a twin. A thin wrapper over a cached
+    :class:`Indexer` (one per set of tunables); serving loops can hold their own.
     """
-    named = {"q_fp8": q_fp8, "k_fp8": k_fp8, "kv_scale": kv_scale, "weights": weights,
-             "cu_seqlen_ks": cu_seqlen_ks, "cu_seqlen_ke": cu_seqlen_ke}
-    for name, obj in named.items():
-        if not hasattr(obj, "__dlpack_device__"):
-            raise dlpack.DLPackError(f"{name}: expected an array with __dlpack__ (torch, CuPy, JAX, numpy), "
-                                     f"got {type(obj).__name__}")
-    device = tuple(int(x) for x in q_fp8.__dlpack_device__())
-    backend = backend_for_device_type(device[0])
-    framework = dlpack.framework_of(q_fp8)
-    if stream is None:
-        stream = _current_stream(framework, backend, device[1])
-    dl_stream = _dlpack_stream(backend, stream)
-    views = {name: dlpack.from_dlpack(obj, name=name, stream=dl_stream) for name, obj in named.items()}
-    out_view = dlpack.from_dlpack(out, name="out", stream=dl_stream) if out is not None else None
-    dims = validate(*views.values(), out_view)
-    if backend.name == "emulator":
-        scale = views["kv_scale"].numpy()
-        if (scale < 0).any():
-            raise ValueError(f"kv_scale: expected values >= 0 (the scale is applied after the ReLU), "
-                             f"got min {float(scale.min())}")
-    result = lambda: out  # noqa: E731
-    if out is None:
-        out, result = _allocate_out(framework, q_fp8, backend, device, dims.M, dims.N, stream)
-        out_view = dlpack.from_dlpack(out, name="out", stream=dl_stream)
-    ptrs = Pointers(*(views[n].ptr for n in named), out_view.ptr)
-    out_row_stride = out_view.strides[0] if dims.M > 1 else dims.N
-    tunables = Tunables(int(block_m), int(split_n), int(num_warps), unroll2, reverse_rows, variant)
-    _plan_and_launch(backend, device[1], dims, ptrs, out_row_stride, clean_logits, tunables, stream)
-    return result()
+    if block_m or split_n or num_warps or unroll2 is not None or reverse_rows is not None or variant is not None:
+        indexer = _indexer_for((block_m, split_n, num_warps, unroll2, reverse_rows, variant))
+    else:
+        indexer = _DEFAULT
+    return indexer(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, stream=stream)
+
+
+def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqlen_ks_ptr: int,
+           cu_seqlen_ke_ptr: int, out_ptr: int, *, M: int, N: int, num_heads: int, head_dim: int,
+           out_row_stride: int | None = None, clean_logits: bool = True, stream: int = 0,
+           device: str = "hip", device_id: int = 0, block_m: int = 0, split_n: int = 0, num_warps: int = 0,
+           unroll2: bool | None = None, reverse_rows: bool | None = None,
+           variant: str | None = None) -> LaunchTemplate | None:
+    """Raw entry for hosts without a DLPack framework: device pointers as integers.
+
+    q [M, num_heads, head_dim] and k [N, head_dim] are contiguous fp8 e4m3fn bytes; kv_scale [N],
+    weights [M, num_heads] contiguous float32; cu_seqlen_ks / cu_seqlen_ke [M] int32; out [M, N]
+    float32 with rows ``out_row_stride`` (>= N, default N) elements apart. ``device`` is a backend name
+    ("hip", "cuda" or "emulator", whose pointers are host addresses: it refuses ranges that are not mapped)
+    and ``device_id`` the device the pointers live on; ``stream`` a stream handle of that device. Goes
+    through a cached :class:`Indexer`. Returns the launch template used (``.symbol``, ``.grid``,
+    ``.block``, ``.config``; ``.plan(pointers).kernargs`` the bytes), None when M or N is 0.
+    """
+    key = (num_heads, head_dim, device, block_m, split_n, num_warps, unroll2, reverse_rows, variant)
+    indexer = _RAW.get(key)
+    if indexer is None:
+        indexer = Indexer(as_int("num_heads", num_heads), as_int("head_dim", head_dim), device=device,
+                          block_m=block_m, split_n=split_n, num_warps=num_warps, unroll2=unroll2,
+                          reverse_rows=reverse_rows, variant=variant)
+        _RAW[key] = indexer
+    return indexer.launch_pointers((q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
+                                    out_ptr), M, N, out_row_stride, clean_logits, stream, device_id)

@@ -1,12 +1,22 @@
-"""Benchmark of the sm_90a kernel against a Triton baseline and plain torch, on one CUDA GPU.
+"""Benchmark of the sm_90a kernel against DeepGEMM, a Triton baseline and plain torch, on one CUDA GPU.
 
-    python -m rawindexer.bench [--out bench/] [--quick] [--tune]
+    python -m rawindexer.bench [--out bench/] [--quick] [--tune] [--host-only] [--dlpack-cost]
 
 Cases: the seed's chunk shapes x windows {causal (one request, vLLM convention: diagonal included),
 multi_req (four packed requests)} x clean_logits {0, 1} x heads {32, 64}, head_dim 128.
-Timing: CUDA events around each call, median of many calls, each call on the next of several input sets
-whose total exceeds twice the 60 MB L2 (so the numbers are not L2-resident); before each timed call the
-stream is kept busy for ~1 ms so host-side launch overhead does not leak into the measurement.
+Each call is the public call as a serving loop makes it (torch CUDA tensors in, a new output out), on the
+next of several input sets whose total exceeds twice the 60 MB L2 (so the numbers are not L2-resident).
+Three numbers per implementation:
+  (a) loop:   back-to-back calls, host included: CUDA events around a run of calls, divided by their count;
+  (b) device: CUDA events around each call with the stream kept busy for ~1 ms before it, so the host path
+              is hidden: device time only (median);
+  (c) host:   wall-clock microseconds of the host per call, measured in (b)'s loop while the GPU queue is
+              non-empty (median), i.e. what the call costs the host thread.
+(a) within ~(b) means the host path hides behind the kernel. The alternative is DeepGEMM's fp8_mqa_logits
+(``fp8_mqa_logits(q, (k, kv_scale), weights, ks, ke, clean_logits)``) when ``deep_gemm`` imports; Triton and
+torch get (b) only. Geomean ratios ours/DeepGEMM for (a) and (b) separately. A second table prices the host
+path alone per entry point (fp8_mqa_logits, the prepared Indexer, launch() with integer pointers, CuPy, JAX,
+DeepGEMM) at (1024, 1024) H=64.
 TFLOP/s counts 2*H*D flops per in-window (row, key) pair; "% peak" is relative to a large fp8
 torch._scaled_mm measured in the same run. Progress goes to stderr; the table and summary to stdout;
 CSV and PNG under --out.
@@ -119,7 +129,14 @@ def window_pairs(ks: np.ndarray, ke: np.ndarray, N: int) -> int:
 # timing
 # ---------------------------------------------------------------------------------------------------
 def time_fn(fn: Callable[[int], object], sets: int, reps: int, warmup: int = 3) -> float:
-    """Median microseconds of fn(set_index) over ``reps`` calls, rotating input sets."""
+    """Median device microseconds of fn(set_index) over ``reps`` calls, rotating input sets ((b) only)."""
+    return time_device_and_host(fn, sets, reps, warmup)[0]
+
+
+def time_device_and_host(fn: Callable[[int], object], sets: int, reps: int, warmup: int = 3) -> tuple[float, float]:
+    """(b) median device microseconds and (c) median host microseconds of fn(set_index) over ``reps`` calls,
+    rotating input sets. Before each call the stream is kept busy for ~1 ms, so the call is enqueued while the
+    GPU queue is non-empty: the events then time the device work alone, and the host clock the host path."""
     import torch
 
     for i in range(warmup):
@@ -127,13 +144,53 @@ def time_fn(fn: Callable[[int], object], sets: int, reps: int, warmup: int = 3) 
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    host = []
+    clock = time.perf_counter_ns
     for i in range(reps):
         torch.cuda._sleep(2_000_000)  # ~1 ms of GPU busy-wait: the host enqueues fn meanwhile
         starts[i].record()
+        t0 = clock()
         fn(i % sets)
+        host.append(clock() - t0)
         ends[i].record()
     torch.cuda.synchronize()
-    return float(np.median([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]))
+    return (float(np.median([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)])),
+            float(np.median(host)) / 1e3)
+
+
+def time_loop(fn: Callable[[int], object], sets: int, reps: int, warmup: int = 3, rounds: int = 5) -> float:
+    """(a) microseconds per call of back-to-back calls, host included (the median of ``rounds`` runs of ``reps``
+    calls, each run timed by events around it with the queue empty at its start)."""
+    import torch
+
+    for i in range(warmup):
+        fn(i % sets)
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for i in range(reps):
+            fn(i % sets)
+        end.record()
+        torch.cuda.synchronize()
+        per_call.append(start.elapsed_time(end) * 1e3 / reps)
+    return float(np.median(per_call))
+
+
+def deepgemm_fn() -> Callable | None:
+    """DeepGEMM's fp8_mqa_logits as f(q, k, kv_scale, weights, ks, ke, clean_logits) when it imports, else None."""
+    try:
+        import deep_gemm
+    except Exception as exc:  # noqa: BLE001 -- any import failure means "not on this machine"
+        log(f"DeepGEMM not importable ({type(exc).__name__}: {exc}): its columns are n/a")
+        return None
+    fn = getattr(deep_gemm, "fp8_mqa_logits", None)
+    if fn is None:
+        log("deep_gemm has no fp8_mqa_logits: its columns are n/a")
+        return None
+    return lambda q, k, kv_scale, weights, ks, ke, clean: fn(q, (k, kv_scale), weights, ks, ke, clean_logits=clean)
 
 
 def fp8_peak_tflops() -> float:
@@ -161,11 +218,17 @@ class Row:
     heads: int
     torch_us: float
     triton_us: float
-    ours_us: float
+    ours_us: float          # (b) device
     tflops: float
     pct_peak: float
     speedup: float = field(init=False)
     check: str = "ok"
+    ours_loop_us: float = float("nan")   # (a)
+    ours_host_us: float = float("nan")   # (c)
+    dg_loop_us: float = float("nan")
+    dg_us: float = float("nan")
+    dg_host_us: float = float("nan")
+    dg_check: str = "n/a"
 
     def __post_init__(self) -> None:
         self.speedup = self.triton_us / self.ours_us
@@ -198,6 +261,7 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
 
     peak = fp8_peak_tflops()
     log(f"fp8 peak (torch._scaled_mm 8192^3): {peak:.0f} TFLOP/s on {torch.cuda.get_device_name()}")
+    deepgemm = deepgemm_fn()
     rows: list[Row] = []
     for (M, N) in shapes:
         for window in windows:
@@ -214,25 +278,39 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                 outs = [torch.empty((M, N), device="cuda", dtype=torch.float32) for _ in range(nsets)]
                 for clean in cleans:
                     t0 = time.time()
-                    ours = lambda i: rawindexer.fp8_mqa_logits(*sets[i], clean_logits=clean, out=outs[i])
+                    # the call as a serving loop makes it: torch tensors in, a new output out (as DeepGEMM's)
+                    ours = lambda i: rawindexer.fp8_mqa_logits(*sets[i], clean_logits=clean)
                     tri = lambda i: fp8_mqa_logits_triton(*sets[i], clean_logits=clean)
                     ref_fn = lambda i: torch_fp8_mqa_logits(*sets[i], clean_logits=clean)
-                    # correctness spot check of this exact case before timing it
+                    # correctness spot check of this exact case before timing it (out= poisoned with NaN)
                     outs[0].fill_(float("nan"))
-                    got = ours(0)
+                    got = rawindexer.fp8_mqa_logits(*sets[0], clean_logits=clean, out=outs[0])
                     ref = ref_fn(0)
                     check = quick_check(got, ref, clean, sets[0][4], sets[0][5])
+                    dg_check = "n/a"
+                    if deepgemm is not None:
+                        try:
+                            dg_check = quick_check(deepgemm(*sets[0], clean), ref, clean, sets[0][4], sets[0][5])
+                        except Exception as exc:  # noqa: BLE001 -- report, keep benchmarking ours
+                            dg_check = f"error {type(exc).__name__}"
+                            log(f"DeepGEMM failed at {M}x{N} H={H}: {exc}")
                     del ref
-                    us_ours = time_fn(ours, nsets, reps)
+                    us_ours, host_ours = time_device_and_host(ours, nsets, reps)
+                    loop_ours = time_loop(ours, nsets, reps)
                     us_tri = time_fn(tri, nsets, reps)
                     us_torch = time_fn(ref_fn, nsets, torch_reps, warmup=1)
                     tflops = 2 * H * HEAD_DIM * pairs / us_ours / 1e6
                     row = Row(M, N, clean, window, H, us_torch, us_tri, us_ours, tflops, 100 * tflops / peak)
-                    row.check = check
+                    row.check, row.ours_loop_us, row.ours_host_us, row.dg_check = check, loop_ours, host_ours, dg_check
+                    if deepgemm is not None and not dg_check.startswith("error"):
+                        dg = lambda i: deepgemm(*sets[i], clean)
+                        row.dg_us, row.dg_host_us = time_device_and_host(dg, nsets, reps)
+                        row.dg_loop_us = time_loop(dg, nsets, reps)
                     rows.append(row)
-                    log(f"{M:5d} {N:6d} clean={int(clean)} {window:9s} H={H}: ours {us_ours:9.1f} us  "
-                        f"triton {us_tri:9.1f}  torch {us_torch:10.1f}  {row.speedup:5.2f}x  "
-                        f"{tflops:6.0f} TFLOP/s  [{check}]  ({time.time() - t0:.1f}s)")
+                    log(f"{M:5d} {N:6d} clean={int(clean)} {window:9s} H={H}: ours a {loop_ours:8.1f} b {us_ours:8.1f} "
+                        f"c {host_ours:5.1f} us | DeepGEMM a {row.dg_loop_us:8.1f} b {row.dg_us:8.1f} "
+                        f"c {row.dg_host_us:5.1f} | triton {us_tri:8.1f} torch {us_torch:9.1f} | {tflops:5.0f} TFLOP/s "
+                        f"[{check}] [dg {dg_check}] ({time.time() - t0:.1f}s)")
                     if tune and clean and window == "causal":
                         tune_case(sets, outs, clean, nsets, reps)
                 del sets, outs
@@ -278,25 +356,57 @@ def summarize(rows: list[Row]) -> list[tuple[str, int, float, float, float, int]
     return out
 
 
-def report(rows: list[Row], peak: float, out_dir: Path | None, command: str) -> str:
-    lines = [f"fp8 tensor peak measured in this run (torch._scaled_mm 8192^3): {peak:.0f} TFLOP/s", "",
-             "s_q\ts_k\tclean\twindow\tH\ttorch µs\tTriton µs\tours µs\tvs Triton\tTFLOP/s\t% peak\tcheck"]
+def _geomean(xs: list[float]) -> float:
+    xs = [x for x in xs if x == x and x > 0]
+    return float(np.exp(np.mean(np.log(xs)))) if xs else float("nan")
+
+
+def report(rows: list[Row], peak: float, out_dir: Path | None, command: str, host_table: str = "") -> str:
+    lines = [f"fp8 tensor peak measured in this run (torch._scaled_mm 8192^3): {peak:.0f} TFLOP/s",
+             "(a) back-to-back calls, host included; (b) device only; (c) host µs per call with the GPU queue non-empty",
+             "",
+             "s_q\ts_k\tclean\twindow\tH\tours (a) µs\tours (b) µs\tours (c) µs\t(a)/(b)\t"
+             "DeepGEMM (a)\tDeepGEMM (b)\tDeepGEMM (c)\tours/DG (a)\tours/DG (b)\tTriton (b)\ttorch (b)\t"
+             "vs Triton\tTFLOP/s\t% peak\tcheck\tDG check"]
     for r in rows:
-        lines.append(f"{r.s_q}\t{r.s_k}\t{r.clean}\t{r.window}\t{r.heads}\t{r.torch_us:.1f}\t{r.triton_us:.1f}\t"
-                     f"{r.ours_us:.1f}\t{r.speedup:.2f}x\t{r.tflops:.0f}\t{r.pct_peak:.0f}%\t{r.check}")
-    lines += ["", "group\tcases\tgeomean\trange\tours faster"]
+        lines.append(f"{r.s_q}\t{r.s_k}\t{r.clean}\t{r.window}\t{r.heads}\t{r.ours_loop_us:.1f}\t{r.ours_us:.1f}\t"
+                     f"{r.ours_host_us:.1f}\t{r.ours_loop_us / r.ours_us:.2f}\t{r.dg_loop_us:.1f}\t{r.dg_us:.1f}\t"
+                     f"{r.dg_host_us:.1f}\t{r.ours_loop_us / r.dg_loop_us:.2f}\t{r.ours_us / r.dg_us:.2f}\t"
+                     f"{r.triton_us:.1f}\t{r.torch_us:.1f}\t{r.speedup:.2f}x\t{r.tflops:.0f}\t{r.pct_peak:.0f}%\t"
+                     f"{r.check}\t{r.dg_check}")
+    lines += ["", "group\tcases\tgeomean vs Triton (b)\trange\tours faster"]
     for name, n, gm, lo, hi, faster in summarize(rows):
         lines.append(f"{name}\t{n}\t{gm:.2f}x\t{lo:.2f}x - {hi:.2f}x\t{faster} / {n}")
+    if rows:
+        ab = [r.ours_loop_us / r.ours_us for r in rows]
+        worst = max(rows, key=lambda r: r.ours_loop_us / r.ours_us)
+        lines += ["", f"ours (a)/(b): geomean {_geomean(ab):.3f}, max {max(ab):.3f} at {worst.s_q}x{worst.s_k} "
+                      f"{worst.window} clean={int(worst.clean)} H={worst.heads}; cases with (a) > 1.10 (b): "
+                      f"{sum(x > 1.10 for x in ab)} / {len(ab)}",
+                  f"ours host (c): median {np.median([r.ours_host_us for r in rows]):.1f} µs, "
+                  f"max {max(r.ours_host_us for r in rows):.1f} µs"]
+        if any(r.dg_us == r.dg_us for r in rows):
+            lines += [f"geomean time ratio ours/DeepGEMM (lower = ours faster): (a) "
+                      f"{_geomean([r.ours_loop_us / r.dg_loop_us for r in rows]):.3f}, (b) "
+                      f"{_geomean([r.ours_us / r.dg_us for r in rows]):.3f}; ours faster in (a) "
+                      f"{sum(r.ours_loop_us < r.dg_loop_us for r in rows)} / {len(rows)}, in (b) "
+                      f"{sum(r.ours_us < r.dg_us for r in rows)} / {len(rows)}",
+                      f"DeepGEMM host (c): median {np.nanmedian([r.dg_host_us for r in rows]):.1f} µs"]
+    if host_table:
+        lines += ["", host_table]
     text = "\n".join(lines)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         with open(out_dir / "bench_h200.csv", "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["s_q", "s_k", "clean_logits", "window", "heads", "torch_us", "triton_us", "ours_us",
-                        "speedup_vs_triton", "tflops", "pct_fp8_peak", "check"])
+                        "speedup_vs_triton", "tflops", "pct_fp8_peak", "check", "ours_loop_us", "ours_host_us",
+                        "deepgemm_loop_us", "deepgemm_us", "deepgemm_host_us", "deepgemm_check"])
             for r in rows:
                 w.writerow([r.s_q, r.s_k, int(r.clean), r.window, r.heads, f"{r.torch_us:.2f}", f"{r.triton_us:.2f}",
-                            f"{r.ours_us:.2f}", f"{r.speedup:.3f}", f"{r.tflops:.1f}", f"{r.pct_peak:.1f}", r.check])
+                            f"{r.ours_us:.2f}", f"{r.speedup:.3f}", f"{r.tflops:.1f}", f"{r.pct_peak:.1f}", r.check,
+                            f"{r.ours_loop_us:.2f}", f"{r.ours_host_us:.2f}", f"{r.dg_loop_us:.2f}", f"{r.dg_us:.2f}",
+                            f"{r.dg_host_us:.2f}", r.dg_check])
         (out_dir / "bench_h200.txt").write_text(f"$ {command}\n\n{text}\n")
         plot(rows, peak, out_dir / "bench_h200.png")
     return text
@@ -327,6 +437,144 @@ def plot(rows: list[Row], peak: float, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+# ---------------------------------------------------------------------------------------------------
+# the host path alone
+# ---------------------------------------------------------------------------------------------------
+def _host_us(fn: Callable[[], object], reps: int, rounds: int, gpu: bool) -> float:
+    """Median over ``rounds`` of the host wall-clock microseconds per call of ``reps`` back-to-back calls, each
+    round started behind ~10 ms of GPU busy-wait so the queue stays non-empty (the host never waits)."""
+    import time as _time
+
+    for _ in range(10):
+        fn()
+    per_call = []
+    for _ in range(rounds):
+        if gpu:
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda._sleep(20_000_000)
+        t0 = _time.perf_counter_ns()
+        for _ in range(reps):
+            fn()
+        per_call.append((_time.perf_counter_ns() - t0) / reps / 1e3)
+    if gpu:
+        import torch
+
+        torch.cuda.synchronize()
+    return float(np.median(per_call))
+
+
+def host_cost_table(reps: int = 200, rounds: int = 15) -> str:
+    """Host microseconds per call of each entry point at (1024, 1024) H=64 causal, clean_logits, measured on the
+    GPU with the queue kept non-empty: what a serving loop pays on its host thread per layer."""
+    import torch
+
+    import rawindexer
+
+    M, N, H = 1024, 1024, 64
+    ks_np, ke_np = windows_for("causal", M, N)
+    args = make_inputs(M, N, H, HEAD_DIM, ks_np, ke_np, seed=7)
+    out = torch.empty((M, N), device="cuda", dtype=torch.float32)
+    ind = rawindexer.Indexer(H, HEAD_DIM)
+    raw = rawindexer.Indexer(H, HEAD_DIM, device="cuda")
+    ptrs = tuple(x.data_ptr() for x in (*args, out))
+    stream = torch.cuda.current_stream().cuda_stream
+    entries: list[tuple[str, Callable[[], object]]] = [
+        ("fp8_mqa_logits(torch tensors) -> new output", lambda: rawindexer.fp8_mqa_logits(*args)),
+        ("fp8_mqa_logits(torch tensors, out=)", lambda: rawindexer.fp8_mqa_logits(*args, out=out)),
+        ("Indexer(torch tensors) -> new output", lambda: ind(*args)),
+        ("Indexer(torch tensors, out=)", lambda: ind(*args, out=out)),
+        ("launch(integer pointers, stream=)", lambda: rawindexer.launch(*ptrs, M=M, N=N, num_heads=H, head_dim=HEAD_DIM,
+                                                                        stream=stream, device="cuda")),
+        ("Indexer.launch_pointers(integer pointers)", lambda: raw.launch_pointers(ptrs, M, N, stream=stream)),
+        ("for scale: torch.empty((M, N)) alone", lambda: torch.empty((M, N), device="cuda", dtype=torch.float32)),
+        ("for scale: out.add_(1.0), one torch op", lambda: out.add_(1.0)),
+    ]
+    dg = deepgemm_fn()
+    if dg is not None:
+        entries.append(("DeepGEMM fp8_mqa_logits -> new output", lambda: dg(*args, True)))
+    try:
+        import cupy
+
+        c = [cupy.from_dlpack(x.view(torch.uint8) if x.dtype == torch.float8_e4m3fn else x) for x in args]
+        cout = cupy.empty((M, N), dtype=cupy.float32)
+        entries += [("fp8_mqa_logits(CuPy arrays) -> new output", lambda: rawindexer.fp8_mqa_logits(*c)),
+                    ("fp8_mqa_logits(CuPy arrays, out=)", lambda: rawindexer.fp8_mqa_logits(*c, out=cout))]
+    except Exception as exc:  # noqa: BLE001
+        log(f"CuPy row skipped: {type(exc).__name__}: {exc}")
+    try:
+        import jax
+
+        gpu = jax.devices("gpu")[0]
+        j = [jax.device_put((x.view(torch.uint8) if x.dtype == torch.float8_e4m3fn else x).cpu().numpy(), gpu)
+             for x in args]
+        entries.append(("fp8_mqa_logits(JAX arrays) -> new output", lambda: rawindexer.fp8_mqa_logits(*j)))
+    except Exception as exc:  # noqa: BLE001
+        log(f"JAX row skipped: {type(exc).__name__}: {exc}")
+    lines = [f"host µs per call at ({M}, {N}) H={H} causal, clean_logits (GPU queue non-empty; median of {rounds} "
+             f"rounds of {reps} calls)", "entry point\thost µs/call"]
+    for name, fn in entries:
+        try:
+            lines.append(f"{name}\t{_host_us(fn, reps, rounds, True):.2f}")
+        except Exception as exc:  # noqa: BLE001 -- one broken route must not hide the others
+            lines.append(f"{name}\terror {type(exc).__name__}: {exc}")
+        log(lines[-1])
+    return "\n".join(lines)
+
+
+def dlpack_cost_table(reps: int = 2000, rounds: int = 7) -> str:
+    """What the DLPack interface costs per array, per framework present: the producer's ``__dlpack__`` (export
+    and drop), ``__dlpack_device__``, our import (export + parse + release), and the attribute route we take
+    for torch / CuPy instead. CPU arrays always; CUDA arrays where a GPU is visible."""
+    import timeit
+
+    from rawindexer import api, dlpack
+
+    arrays: list[tuple[str, object, int | None]] = [("numpy", np.zeros((1024, 64), np.float32), None)]
+    try:
+        import torch
+
+        arrays.append(("torch CPU", torch.zeros((1024, 64)), None))
+        if torch.cuda.is_available():
+            arrays.append(("torch CUDA", torch.zeros((1024, 64), device="cuda"),
+                           torch.cuda.current_stream().cuda_stream or 1))  # DLPack: 1 = the legacy default stream
+    except ImportError:
+        pass
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        arrays.append(("JAX CPU", jax.device_put(jnp.zeros((1024, 64)), jax.devices("cpu")[0]), None))
+        try:
+            arrays.append(("JAX GPU", jax.device_put(jnp.zeros((1024, 64)), jax.devices("gpu")[0]), 1))
+        except RuntimeError:
+            pass
+    except ImportError:
+        pass
+    try:
+        import cupy
+
+        arrays.append(("CuPy", cupy.zeros((1024, 64), cupy.float32), cupy.cuda.get_current_stream().ptr or 1))
+    except Exception:  # noqa: BLE001 -- no CuPy or no GPU
+        pass
+
+    def best(fn: Callable[[], object]) -> float:
+        return min(timeit.repeat(fn, number=reps, repeat=rounds)) / reps * 1e6
+
+    lines = ["framework\t__dlpack__() export+drop µs\t__dlpack_device__() µs\tours: from_dlpack+release µs\t"
+             "ours: attribute route µs"]
+    for name, x, stream in arrays:
+        kw = {} if stream is None else {"stream": stream}
+        export = best(lambda: x.__dlpack__(**kw))
+        device = best(lambda: x.__dlpack_device__())
+        ours = best(lambda: dlpack.from_dlpack(x, name="x", stream=stream).release())
+        fw, reader = api._classify(type(x), x)
+        attr = f"{best(lambda: reader(x, 'x', None)):.2f}" if reader is not None else "-"
+        lines.append(f"{name}\t{export:.2f}\t{device:.2f}\t{ours:.2f}\t{attr}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="folder for bench_h200.{csv,png,txt}")
@@ -334,12 +582,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tune", action="store_true", help="also time a few tunable settings per causal case")
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--torch-reps", type=int, default=3)
+    parser.add_argument("--host-only", action="store_true", help="only the host-cost table (needs a GPU)")
+    parser.add_argument("--dlpack-cost", action="store_true",
+                        help="only the DLPack cost table (runs without a GPU: CPU arrays of each framework present)")
     args = parser.parse_args(argv)
+    command = "python -m rawindexer.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.dlpack_cost:
+        print(f"$ {command}\n\n{dlpack_cost_table()}")
+        return
+    if args.host_only:
+        print(f"$ {command}\n\n{host_cost_table()}")
+        return
     shapes = [(1024, 1024), (4096, 32768), (128, 32768)] if args.quick else SHAPES
     heads = (32,) if args.quick else HEADS
     rows, peak = run(shapes, WINDOWS, heads, (True, False), args.reps, args.torch_reps, args.tune)
-    command = "python -m rawindexer.bench " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(report(rows, peak, args.out, command))
+    host_table = host_cost_table()
+    print(report(rows, peak, args.out, command, host_table))
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ __all__ = [
     "DL_CPU", "DL_CUDA", "DL_ROCM", "DL_CUDA_HOST", "DL_ROCM_HOST",
     "DType", "DLPackError", "TensorView", "DLPackArray",
     "dtype_from_name", "dtype_from_code", "from_dlpack", "to_dlpack_capsule",
-    "framework_of", "import_into", "live_exports",
+    "framework_of", "import_into", "live_exports", "is_compact",
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
     "FLOAT16", "FLOAT32", "FLOAT64", "BFLOAT16", "COMPLEX64", "COMPLEX128",
     "FLOAT8_E3M4", "FLOAT8_E4M3", "FLOAT8_E4M3B11FNUZ", "FLOAT8_E4M3FN", "FLOAT8_E4M3FNUZ",
@@ -462,6 +462,11 @@ def _span_elements(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
     if any(n == 0 for n in shape):
         return 0
     return 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=False) if s > 0)
+
+
+def is_compact(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Compact row-major; dims of size 1 ignore their stride; empty tensors count as compact."""
+    return _is_compact(shape, strides)
 
 
 def _is_compact(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:

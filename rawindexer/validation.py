@@ -1,12 +1,17 @@
 """Input validation before any launch: each error names the argument, what it got and what it expected.
 
-Nothing is written (no output allocated, nothing launched) when a check fails.
+Nothing is written (no output allocated, nothing launched) when a check fails. The checks read only what
+describes an array (pointer, shape, strides, dtype, device), never its values on a GPU; a prepared
+launch runs them once per distinct description (``rawindexer.api.Indexer``), not once per call.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from .dlpack import TensorView
+import numpy as np
+
+from .dlpack import TensorView, is_compact
 
 INT32_MAX = 2**31 - 1
 # The kernel indexes keys with int32 and walks up to one 32-token tile past the window end per warp.
@@ -16,6 +21,24 @@ FP8_DTYPES = ("float8_e4m3fn", "uint8")
 
 class ValidationError(ValueError):
     pass
+
+
+class Operand(NamedTuple):
+    """What the checks need of one array: data pointer, shape, strides (elements), dtype name, DLPack
+    device (type, id), read-only flag. Built from a DLPack view or read from a framework's own attributes."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
+    device: tuple[int, int]
+    readonly: bool = False
+
+    @classmethod
+    def of(cls, t: "Operand | TensorView") -> "Operand":
+        if isinstance(t, Operand):
+            return t
+        return cls(t.ptr, tuple(t.shape), tuple(t.strides), t.dtype.name, tuple(t.device), bool(t.readonly))
 
 
 @dataclass(frozen=True)
@@ -30,24 +53,43 @@ def _fail(name: str, got: str, expected: str) -> None:
     raise ValidationError(f"{name}: expected {expected}, got {got}")
 
 
-def _check_dtype(name: str, t: TensorView, allowed: tuple[str, ...]) -> None:
-    if t.dtype.name not in allowed:
-        _fail(name, f"dtype {t.dtype.name}", " or ".join(allowed))
+def as_int(name: str, value: Any) -> int:
+    """``value`` as an int when it is an int or a bool (numpy integers included); anything else, a
+    string "32" or a float 32.5 or 32.0, is a TypeError naming ``name``."""
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
 
 
-def _check_shape(name: str, t: TensorView, shape: tuple[int, ...], described: str) -> None:
+def as_bool(name: str, value: Any) -> bool:
+    """``value`` as a bool when it is a bool or an int (numpy's included); "no", None or 0.5 is a
+    TypeError naming ``name``."""
+    if isinstance(value, (bool, int, np.integer, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name}: expected a bool or an int, got {type(value).__name__} {value!r}")
+
+
+def _check_dtype(name: str, t: Operand, allowed: tuple[str, ...]) -> None:
+    if t.dtype not in allowed:
+        _fail(name, f"dtype {t.dtype}", " or ".join(allowed))
+
+
+def _check_shape(name: str, t: Operand, shape: tuple[int, ...], described: str) -> None:
     if tuple(t.shape) != tuple(shape):
         _fail(name, f"shape {tuple(t.shape)}", f"shape {tuple(shape)} ({described})")
 
 
-def _check_contiguous(name: str, t: TensorView) -> None:
-    if not t.is_contiguous():
+def _check_contiguous(name: str, t: Operand) -> None:
+    if not is_compact(t.shape, t.strides):
         _fail(name, f"strides {tuple(t.strides)} (elements) for shape {tuple(t.shape)}", "a contiguous row-major array")
 
 
-def validate(q: TensorView, k: TensorView, kv_scale: TensorView, weights: TensorView,
-             cu_seqlen_ks: TensorView, cu_seqlen_ke: TensorView, out: TensorView | None) -> Dims:
-    """Check every operand; return the problem's dimensions."""
+def validate(q: Any, k: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
+             out: Any | None) -> Dims:
+    """Check every operand (Operand or TensorView); return the problem's dimensions."""
+    q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke = (
+        Operand.of(t) for t in (q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke))
+    out = Operand.of(out) if out is not None else None
     if len(q.shape) != 3:
         _fail("q_fp8", f"{len(q.shape)}-d shape {tuple(q.shape)}", "a 3-d [M, num_heads, head_dim] array")
     M, H, D = q.shape
@@ -58,8 +100,8 @@ def validate(q: TensorView, k: TensorView, kv_scale: TensorView, weights: Tensor
     N = k.shape[0]
     _check_shape("k_fp8", k, (N, D), f"[N, head_dim] with q_fp8's head_dim={D}")
     _check_dtype("k_fp8", k, FP8_DTYPES)
-    if k.dtype.name != q.dtype.name:
-        _fail("k_fp8", f"dtype {k.dtype.name}", f"q_fp8's dtype {q.dtype.name}")
+    if k.dtype != q.dtype:
+        _fail("k_fp8", f"dtype {k.dtype}", f"q_fp8's dtype {q.dtype}")
     _check_contiguous("k_fp8", k)
     for name, t, shape, described in [
         ("kv_scale", kv_scale, (N,), "[N] float32"),
@@ -76,7 +118,8 @@ def validate(q: TensorView, k: TensorView, kv_scale: TensorView, weights: Tensor
         _check_dtype("out", out, ("float32",))
         if out.readonly:
             _fail("out", "a read-only array", "a writable array")
-        if M > 1 and out.strides[0] < N or (N > 1 and out.strides[1] != 1):
+        # An empty output has nothing to address: numpy and others give it arbitrary (even zero) strides.
+        if M and N and ((M > 1 and out.strides[0] < N) or (N > 1 and out.strides[1] != 1)):
             _fail("out", f"strides {tuple(out.strides)} (elements)", f"row stride >= N={N} and column stride 1")
     if N > MAX_KEYS:
         _fail("k_fp8", f"N={N} keys", f"at most {MAX_KEYS} (the kernel indexes keys with int32)")
@@ -85,7 +128,8 @@ def validate(q: TensorView, k: TensorView, kv_scale: TensorView, weights: Tensor
     devices = {name: t.device for name, t in [("q_fp8", q), ("k_fp8", k), ("kv_scale", kv_scale),
                                               ("weights", weights), ("cu_seqlen_ks", cu_seqlen_ks),
                                               ("cu_seqlen_ke", cu_seqlen_ke)] + ([("out", out)] if out else [])}
-    for name, dev in devices.items():
-        if dev != q.device:
-            _fail(name, f"an array on DLPack device {dev}", f"q_fp8's device {q.device} (mixed devices)")
+    mixed = [name for name, dev in devices.items() if dev != q.device]
+    if mixed:
+        listed = ", ".join(f"{name} on {devices[name]}" for name in mixed)
+        _fail(", ".join(mixed), f"{listed} (mixed devices)", f"every array on q_fp8's device {q.device}")
     return Dims(M, N, H, D)

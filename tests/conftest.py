@@ -16,3 +16,8 @@ def rng(request) -> np.random.Generator:
     seed = secrets.randbits(63)
     print(f"[{request.node.name}] rng seed = {seed}")
     return np.random.default_rng(seed)
+
+
+def pytest_configure(config):
+    # pyproject.toml declares the other markers; this one belongs to tests/test_two_gpus.py
+    config.addinivalue_line("markers", "two_gpus: needs two CUDA GPUs of one host (run on nvidia-h200-x2)")

@@ -133,6 +133,7 @@ class FakeHip:
         self.hipDeviceAttribute_t = SimpleNamespace(hipDeviceAttributeMultiprocessorCount=63)
         self.hipMemcpyKind = SimpleNamespace(hipMemcpyHostToDevice=1, hipMemcpyDeviceToHost=2)
         self.launched = None
+        self.current = 0
 
     def _ok(self, name, *args, value=None):
         self.calls.append((name, args))
@@ -142,7 +143,11 @@ class FakeHip:
         return f"error {err}"
 
     def hipSetDevice(self, d):
+        self.current = d
         return self._ok("hipSetDevice", d)
+
+    def hipGetDevice(self):
+        return self._ok("hipGetDevice", value=self.current) if self.current else (self.calls.append(("hipGetDevice", ())) or (0, 0))
 
     def hipModuleLoadData(self, image):
         return self._ok("hipModuleLoadData", len(image), value="module")
@@ -170,13 +175,15 @@ def test_hip_backend_call_sequence_and_kernargs(monkeypatch):
     fake = FakeHip()
     backend = HipBackend(fake)
     monkeypatch.setattr(api, "get_backend", lambda name: backend)
-    api._modules.clear(), api._functions.clear()
+    api._RAW.clear()
     M, N = 100, 5000
-    plan = rawindexer.launch(0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, M=M, N=N, num_heads=64,
+    template = rawindexer.launch(0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, M=M, N=N, num_heads=64,
                              head_dim=128, out_row_stride=5120, stream=0xABC, device="hip", device_id=0)
+    plan = template.plan((0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000))
     names = [c[0] for c in fake.calls]
-    assert names == ["hipDeviceGetAttribute", "hipSetDevice", "hipModuleLoadData", "hipModuleGetFunction",
-                     "hipModuleLaunchKernel"]
+    # device 0 is current already: hipGetDevice says so and nothing is set
+    assert names == ["hipDeviceGetAttribute", "hipGetDevice", "hipModuleLoadData", "hipModuleGetFunction",
+                     "hipGetDevice", "hipModuleLaunchKernel"]
     launch = fake.calls[-1][1]
     assert launch[0] == ("function", plan.symbol.encode())
     assert launch[1] == plan.grid and launch[2] == plan.block and launch[4] == 0xABC and launch[5] is None
@@ -191,11 +198,18 @@ def test_hip_backend_call_sequence_and_kernargs(monkeypatch):
     # A second launch reuses the loaded module and function.
     rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=M, N=N, num_heads=64, head_dim=128, device="hip")
     assert [c[0] for c in fake.calls].count("hipModuleLoadData") == 1
+    # Device 1's pointers: hipSetDevice(1) for the load and the launch, device 0 restored after each.
+    n = len(fake.calls)
+    rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=M, N=N, num_heads=64, head_dim=128, device="hip", device_id=1)
+    assert [c for c in fake.calls[n:] if c[0] in ("hipSetDevice", "hipModuleLoadData", "hipModuleLaunchKernel")] \
+        == [("hipSetDevice", (1,)), ("hipModuleLoadData", fake.calls[n + 3][1]), ("hipSetDevice", (0,)),
+            ("hipSetDevice", (1,)), fake.calls[-2], ("hipSetDevice", (0,))]
+    assert fake.current == 0
     # Errors carry HIP's message.
     fake.hipModuleLaunchKernel = fake.hipModuleLaunchKernel_failing
     with pytest.raises(RuntimeError, match="hipModuleLaunchKernel failed: 'error 700'"):
         rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=M, N=N, num_heads=64, head_dim=128, device="hip")
-    api._modules.clear(), api._functions.clear()
+    api._RAW.clear()
 
 
 def test_raw_launch_rejects_bad_geometry():
@@ -210,7 +224,8 @@ def test_mixed_devices_are_rejected(rng):
                                   owner=ops["weights"])
     v = views(ops)
     v[3] = dlpack.from_dlpack(fake_gpu, name="weights", stream=1)
-    with pytest.raises(ValidationError, match=r"weights: expected q_fp8's device \(1, 0\) \(mixed devices\)"):
+    with pytest.raises(ValidationError, match=r"weights: expected every array on q_fp8's device \(1, 0\), "
+                                              r"got weights on \(2, 0\) \(mixed devices\)"):
         validate(*v)
 
 

@@ -126,84 +126,7 @@ def test_plan_rejects_misaligned_q(sm90_target):
 # ---------------------------------------------------------------------------------------------------
 # CudaBackend against a fake driver module
 # ---------------------------------------------------------------------------------------------------
-class _FakeDriver(types.ModuleType):
-    """Records every call; returns (CUresult, value) tuples like cuda-bindings."""
-
-    class CUresult:
-        CUDA_SUCCESS = 0
-        CUDA_ERROR_INVALID_VALUE = 1
-
-    class CUdevice_attribute:
-        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
-
-    class CUstream(int):
-        pass
-
-    class CUevent_flags:
-        CU_EVENT_DISABLE_TIMING = 2
-
-    class CUdeviceptr(int):
-        pass
-
-    def __init__(self) -> None:
-        super().__init__("cuda.bindings.driver")
-        self.calls: list[tuple] = []
-        self.fail: str | None = None
-        self.count = 1
-
-    def _rec(self, name, *args, value=None):
-        self.calls.append((name, args))
-        err = self.CUresult.CUDA_ERROR_INVALID_VALUE if self.fail == name else self.CUresult.CUDA_SUCCESS
-        return (err,) if value is None else (err, value)
-
-    def cuInit(self, flags): return self._rec("cuInit", flags)
-    def cuDeviceGet(self, i): return self._rec("cuDeviceGet", i, value=f"dev{i}")
-    def cuDevicePrimaryCtxRetain(self, d): return self._rec("cuDevicePrimaryCtxRetain", d, value="ctx")
-    def cuCtxSetCurrent(self, c): return self._rec("cuCtxSetCurrent", c)
-    def cuModuleLoadData(self, image): return self._rec("cuModuleLoadData", image, value="module")
-    def cuModuleGetFunction(self, m, name): return self._rec("cuModuleGetFunction", m, name, value="fn")
-    def cuStreamSynchronize(self, s): return self._rec("cuStreamSynchronize", int(s))
-    def cuMemAlloc(self, n): return self._rec("cuMemAlloc", n, value=self.CUdeviceptr(0x1000))
-    def cuMemFree(self, p): return self._rec("cuMemFree", int(p))
-    def cuDeviceGetAttribute(self, a, d): return self._rec("cuDeviceGetAttribute", a, d, value=132)
-    def cuGetErrorName(self, e): return (0, b"CUDA_ERROR_INVALID_VALUE")
-    def cuDeviceGetCount(self): return self._rec("cuDeviceGetCount", value=self.count)
-    def cuEventCreate(self, flags): return self._rec("cuEventCreate", flags, value="event")
-    def cuEventRecord(self, e, s): return self._rec("cuEventRecord", e, int(s))
-    def cuStreamWaitEvent(self, s, e, flags): return self._rec("cuStreamWaitEvent", int(s), e, flags)
-    def cuEventDestroy(self, e): return self._rec("cuEventDestroy", e)
-
-    # The fake's "device memory" is host memory: the copies really move bytes, so the tests can check them.
-    def cuMemcpyHtoD(self, dst, src, n):
-        if self.fail != "cuMemcpyHtoD":
-            ctypes.memmove(int(dst), int(src), n)
-        return self._rec("cuMemcpyHtoD", type(dst).__name__, int(dst), int(src), n)
-
-    def cuMemcpyDtoH(self, dst, src, n):
-        if self.fail != "cuMemcpyDtoH":
-            ctypes.memmove(int(dst), int(src), n)
-        return self._rec("cuMemcpyDtoH", int(dst), type(src).__name__, int(src), n)
-
-    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        # Decode the extra array now: its buffers only live for the duration of the call.
-        arr = (ctypes.c_void_p * 5).from_address(extra)
-        size = ctypes.c_size_t.from_address(arr[3]).value
-        payload = ctypes.string_at(arr[1], size)
-        return self._rec("cuLaunchKernel", f, (gx, gy, gz), (bx, by, bz), shared, int(stream), params,
-                         (arr[0], arr[2], arr[4] or 0), payload)
-
-
-@pytest.fixture
-def fake_driver(monkeypatch):
-    drv = _FakeDriver()
-    cuda = types.ModuleType("cuda")
-    bindings = types.ModuleType("cuda.bindings")
-    bindings.driver = drv
-    cuda.bindings = bindings
-    monkeypatch.setitem(sys.modules, "cuda", cuda)
-    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
-    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", drv)
-    return drv
+from fake_cuda import fake_driver  # noqa: E402,F401  (the fixture)
 
 
 def test_backend_call_sequence(fake_driver):
@@ -211,26 +134,29 @@ def test_backend_call_sequence(fake_driver):
 
     be = CudaBackend()
     assert (be.name, be.dlpack_device_type, be.arch) == ("cuda", 2, "sm_90a")
-    assert [c[0] for c in fake_driver.calls] == ["cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
-                                                 "cuCtxSetCurrent"]
-    mod = be.load_module(b"\x7fELFcubin")
-    assert fake_driver.calls[-1] == ("cuModuleLoadData", (b"\x7fELFcubin",))
+    assert fake_driver.names() == ["cuInit"], "constructing the backend touches no device or context"
+    mod = be.load_module(b"\x7fELFcubin")  # device 0: its primary context current for the load, then restored
+    assert fake_driver.names(1) == ["cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent",
+                                    "cuCtxSetCurrent", "cuModuleLoadData", "cuCtxSetCurrent"]
+    assert fake_driver.calls[-2][:3] == ("cuModuleLoadData", (b"\x7fELFcubin",), 0xC0000)
+    assert fake_driver.current == 0, "the thread's (NULL) context is restored"
     fn = be.get_function(mod, "fp8_mqa_logits_sm90_h32_d128_bm4_wg")
-    assert fake_driver.calls[-1] == ("cuModuleGetFunction", ("module", b"fp8_mqa_logits_sm90_h32_d128_bm4_wg"))
+    assert fake_driver.calls[-1][:2] == ("cuModuleGetFunction", (mod, b"fp8_mqa_logits_sm90_h32_d128_bm4_wg"))
     kernargs = bytes(range(84))
-    be.launch(fn, (10, 2, 1), (128, 1, 1), kernargs, stream=77)
-    name, args = fake_driver.calls[-1]
-    assert name == "cuLaunchKernel"
-    assert args[:6] == ("fn", (10, 2, 1), (128, 1, 1), 0, 77, 0)
+    assert be.set_device(0) is not None
+    be.launch(fn, (10, 2, 1), (128, 1, 1), kernargs, stream=0x50000 + 77)
+    name, args, ctx, _ = fake_driver.calls[-1]
+    assert name == "cuLaunchKernel" and ctx == 0xC0000
+    assert args[:6] == (fn, (10, 2, 1), (128, 1, 1), 0, 0x50000 + 77, 0)
     assert args[6] == (1, 2, 0)  # BUFFER_POINTER, BUFFER_SIZE, END
     assert args[7] == kernargs
     be.synchronize(77)
-    assert fake_driver.calls[-1] == ("cuStreamSynchronize", (77,))
+    assert fake_driver.calls[-1][:2] == ("cuStreamSynchronize", (77,))
     assert be.compute_units() == 132
     alloc = be.alloc(4096)
     assert alloc.ptr == 0x1000 and alloc.nbytes == 4096
     alloc.free()
-    assert fake_driver.calls[-1] == ("cuMemFree", (0x1000,))
+    assert fake_driver.calls[-1][:2] == ("cuMemFree", (0x1000,))
 
 
 def test_backend_raises_on_error_codes(fake_driver):
@@ -277,13 +203,14 @@ def test_backend_host_copies(fake_driver):
     src = np.arange(1000, dtype=np.float32)
     dev = np.zeros(1000, dtype=np.float32)  # stands in for device memory (the fake memmoves)
     be.copy_from_host(dev.ctypes.data, src)
-    name, args = fake_driver.calls[-1]
+    name, args = fake_driver.calls[-1][:2]
     assert name == "cuMemcpyHtoD" and args == ("CUdeviceptr", dev.ctypes.data, src.ctypes.data, 4000)
-    assert fake_driver.calls[-2][0] == "cuCtxSetCurrent", "copies run in the backend's context"
+    assert fake_driver.calls[-2][0] == "cuCtxSetCurrent" and fake_driver.calls[-1][2] == 0xC0000, \
+        "copies run in the backend's context"
     np.testing.assert_array_equal(dev, src)
     back = np.full(1000, np.nan, dtype=np.float32)
     be.copy_to_host(back, dev.ctypes.data)
-    name, args = fake_driver.calls[-1]
+    name, args = fake_driver.calls[-1][:2]
     assert name == "cuMemcpyDtoH" and args == (back.ctypes.data, "CUdeviceptr", dev.ctypes.data, 4000)
     np.testing.assert_array_equal(back, src)
     # 2-D and uint8 arrays copy their bytes as they lie
@@ -380,10 +307,10 @@ def test_order_after_makes_the_consumer_stream_wait_on_an_event(fake_driver):
     be = CudaBackend()
     n = len(fake_driver.calls)
     be.order_after(0xC0FFEE, 0xABC)
-    assert fake_driver.calls[n:] == [("cuEventCreate", (2,)), ("cuEventRecord", ("event", 0xABC)),
+    assert [c[:2] for c in fake_driver.calls[n:]] == [("cuEventCreate", (2,)), ("cuEventRecord", ("event", 0xABC)),
                                      ("cuStreamWaitEvent", (0xC0FFEE, "event", 0)), ("cuEventDestroy", ("event",))]
     be.order_after(None, 0xABC)  # DLPack: None means the legacy default stream (CU_STREAM_LEGACY = 1)
-    assert fake_driver.calls[-2] == ("cuStreamWaitEvent", (1, "event", 0))
+    assert fake_driver.calls[-2][:2] == ("cuStreamWaitEvent", (1, "event", 0))
     n = len(fake_driver.calls)
     be.order_after(-1, 0xABC)  # the consumer asked for no synchronisation
     be.order_after(0xABC, 0xABC)  # same stream: already ordered
@@ -391,4 +318,4 @@ def test_order_after_makes_the_consumer_stream_wait_on_an_event(fake_driver):
     fake_driver.fail = "cuStreamWaitEvent"
     with pytest.raises(RuntimeError, match="cuStreamWaitEvent"):
         be.order_after(5, 6)
-    assert fake_driver.calls[-1] == ("cuEventDestroy", ("event",)), "the event is released on failure too"
+    assert fake_driver.calls[-1][:2] == ("cuEventDestroy", ("event",)), "the event is released on failure too"

@@ -29,28 +29,39 @@ class BufferSpan:
     """A span of device memory a launch may touch: [ptr, ptr + nbytes).
 
     GPU backends ignore these; the emulator backend registers them so that every access
-    outside them is reported (memcheck). ``writable`` False marks inputs.
+    outside them is reported (memcheck). ``writable`` False marks inputs. ``name`` is the argument
+    the span belongs to, for error messages.
     """
 
     ptr: int
     nbytes: int
     writable: bool = False
+    name: str = ""
 
 
 class PackedKernargs:
-    """The driver's ``extra`` array for a packed kernarg buffer: {BUFFER_POINTER (1), buffer,
-    BUFFER_SIZE (2), &size, END}. HIP's END marker is 3 and CUDA's 0, so the caller names it.
-    The driver copies the buffer during the launch call; this object only has to outlive that call."""
+    """A reusable packed kernarg buffer and the driver's ``extra`` array pointing at it: {BUFFER_POINTER (1),
+    buffer, BUFFER_SIZE (2), &size, END}. HIP's END marker is 3 and CUDA's 0, so the caller names it.
 
-    def __init__(self, kernargs: bytes, end_marker: int) -> None:
-        self._buffer = ctypes.create_string_buffer(bytes(kernargs), len(kernargs))
-        self._size = ctypes.c_size_t(len(kernargs))
-        self._extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(self._buffer), 2, ctypes.addressof(self._size),
+    The driver copies the buffer during the launch call, so one buffer serves every launch of a prepared
+    kernel: the caller rewrites ``buffer`` (a writable ctypes char array) and launches again; nothing is
+    allocated per call. Not thread-safe by itself: the caller holds a lock from writing to launching."""
+
+    __slots__ = ("buffer", "_size", "_extra", "address")
+
+    def __init__(self, kernargs: bytes | int, end_marker: int) -> None:
+        size = kernargs if isinstance(kernargs, int) else len(kernargs)
+        self.buffer = ctypes.create_string_buffer(size)
+        if not isinstance(kernargs, int):
+            ctypes.memmove(self.buffer, bytes(kernargs), size)
+        self._size = ctypes.c_size_t(size)
+        self._extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(self.buffer), 2, ctypes.addressof(self._size),
                                             end_marker)
+        #: address of the ``extra`` array, what cuLaunchKernel / hipModuleLaunchKernel take
+        self.address = ctypes.addressof(self._extra)
 
-    @property
-    def address(self) -> int:
-        return ctypes.addressof(self._extra)
+    def tobytes(self) -> bytes:
+        return self.buffer.raw
 
 
 class Backend(ABC):
@@ -62,10 +73,26 @@ class Backend(ABC):
     dlpack_device_type: int = 0
     #: target architecture of the code objects this backend loads, e.g. "gfx950", "sm_90a"
     arch: str = ""
+    #: END marker of the driver's ``extra`` array (CUDA 0, HIP 3); see PackedKernargs
+    kernarg_end_marker: int = 0
+    #: True where launches need the BufferSpans they may touch (the emulator's memcheck); GPU backends
+    #: ignore them, so callers skip building them
+    needs_buffer_spans: bool = False
 
     @abstractmethod
-    def load_module(self, image: bytes) -> Any:
-        """Load a code object (bytes) and return an opaque module handle."""
+    def set_device(self, device_id: int) -> Any:
+        """Make ``device_id`` the calling thread's current device (CUDA: its primary context; HIP:
+        hipSetDevice), so launches, modules and streams of that device are valid. Returns what to hand
+        to :meth:`restore_device` afterwards, or None when that device was current already."""
+
+    @abstractmethod
+    def restore_device(self, previous: Any) -> None:
+        """Undo :meth:`set_device` (``previous`` is its non-None return value): a call never leaves the
+        caller's thread on another device, as a framework's device guard would not."""
+
+    @abstractmethod
+    def load_module(self, image: bytes, device_id: int = 0) -> Any:
+        """Load a code object (bytes) onto device ``device_id``; return an opaque module handle."""
 
     @abstractmethod
     def get_function(self, module: Any, name: str) -> Any:
@@ -84,13 +111,24 @@ class Backend(ABC):
     ) -> None:
         """Enqueue one launch of ``function`` with an already packed kernarg buffer."""
 
+    def kernarg_buffer(self, kernargs: bytes | int) -> PackedKernargs:
+        """A reusable kernarg buffer for :meth:`launch_packed` (``kernargs``: initial bytes or a size)."""
+        return PackedKernargs(kernargs, self.kernarg_end_marker)
+
+    def launch_packed(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      kernargs: PackedKernargs, stream: int = 0, shared_mem: int = 0,
+                      buffers: Sequence[BufferSpan] = ()) -> None:
+        """:meth:`launch` from a :class:`PackedKernargs` the caller rewrites between launches (the hot path
+        of a prepared launch: GPU backends hand the driver its address, no per-call allocation)."""
+        self.launch(function, grid, block, kernargs.tobytes(), stream=stream, buffers=buffers, shared_mem=shared_mem)
+
     @abstractmethod
     def synchronize(self, stream: int = 0) -> None:
         """Block until all work on ``stream`` is done."""
 
     @abstractmethod
-    def alloc(self, nbytes: int) -> DeviceAllocation:
-        """Allocate ``nbytes`` of device memory."""
+    def alloc(self, nbytes: int, device_id: int = 0) -> DeviceAllocation:
+        """Allocate ``nbytes`` of device memory on ``device_id``."""
 
     @abstractmethod
     def free(self, allocation: DeviceAllocation) -> None:
@@ -115,7 +153,8 @@ class Backend(ABC):
     def order_after(self, consumer_stream: int | None, producer_stream: int) -> None:
         """Make ``consumer_stream`` (a DLPack consumer's stream argument: None/1 legacy default, 2
         per-thread, else a handle) wait for the work queued so far on ``producer_stream``, without
-        blocking the host. Backends whose launches finish inside ``launch`` need nothing."""
+        blocking the host. Runs on the current device (the caller made the streams' device current).
+        Backends whose launches finish inside ``launch`` need nothing."""
         if self.dlpack_device_type != 1:
             raise NotImplementedError(f"{self.name}: stream ordering is not implemented for this backend")
 

@@ -7,6 +7,9 @@ context, the one PyTorch, CuPy and JAX use, so their pointers and streams are va
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import threading
 from typing import Any, Sequence
 
 from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs
@@ -51,22 +54,93 @@ class CudaError(RuntimeError):
     """A CUDA driver call returned something other than CUDA_SUCCESS."""
 
 
+def _handle(obj: Any) -> int:
+    """The address behind a driver handle (CUcontext and friends convert with int(); None is NULL)."""
+    if obj is None:
+        return 0
+    get_ptr = getattr(obj, "getPtr", None)  # cuda-bindings handles: the address where the handle value is stored
+    if get_ptr is not None:
+        return ctypes.c_void_p.from_address(get_ptr()).value or 0
+    try:
+        return int(obj)
+    except TypeError:
+        return id(obj)  # a handle type without __int__ (fakes): identity is all we compare
+
+
+class _RawDriver:
+    """The three driver entry points of the per-call path called straight through ctypes on libcuda, the library
+    cuda-bindings itself loads: the same handles and contexts, without building the bindings' Python objects
+    per call (about 2-3 us of a launch on the H200's host). Everything else stays on cuda-bindings.
+    ``RAWINDEXER_CUDA_LAUNCH=bindings`` keeps the hot path on cuda-bindings too."""
+
+    def __init__(self) -> None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        self.launch = lib.cuLaunchKernel
+        self.launch.restype = ctypes.c_int
+        self.launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        self.get_current = lib.cuCtxGetCurrent
+        self.get_current.restype = ctypes.c_int
+        self.get_current.argtypes = [ctypes.c_void_p]
+        self.set_current = lib.cuCtxSetCurrent
+        self.set_current.restype = ctypes.c_int
+        self.set_current.argtypes = [ctypes.c_void_p]
+        self.current = ctypes.c_void_p()
+        self.current_address = ctypes.addressof(self.current)
+
+
+def _raw_driver(driver: Any) -> _RawDriver | None:
+    """ctypes access to libcuda when it loads and the bindings are the real ones (never with a fake driver)."""
+    if os.environ.get("RAWINDEXER_CUDA_LAUNCH", "") == "bindings" or not type(driver).__name__ == "module" \
+            or not getattr(driver, "__file__", None):
+        return None
+    try:
+        return _RawDriver()
+    except (OSError, AttributeError):
+        return None
+
+
+class _Previous:
+    """The context current before :meth:`CudaBackend.set_device` switched (possibly NULL: a fresh thread)."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+
+
 class CudaBackend(Backend):
-    """Backend for NVIDIA sm_90a through cuda.bindings.driver. ``device_id`` is the CUDA ordinal."""
+    """Backend for NVIDIA sm_90a through cuda.bindings.driver, on every device of the node.
+
+    Each device works in its primary context (the one PyTorch, CuPy and JAX use), retained on first use.
+    :meth:`set_device` makes a device's context current for one call and :meth:`restore_device` puts the
+    caller's back, like a framework's device guard. ``device_id`` is the default device of the methods that
+    take one (host copies, allocation without a device)."""
 
     name = "cuda"
     dlpack_device_type = 2  # kDLCUDA
     arch = "sm_90a"
+    kernarg_end_marker = CU_LAUNCH_PARAM_END
 
     def __init__(self, device_id: int = 0) -> None:
         self.driver = _driver()
         self.device_id = device_id
+        self._success = self.driver.CUresult.CUDA_SUCCESS
         self._check(self.driver.cuInit(0), "cuInit")
-        self.device = self._check(self.driver.cuDeviceGet(device_id), "cuDeviceGet")
-        self.context = self._check(self.driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
-        self._make_current()
+        self._devices: dict[int, Any] = {}    # ordinal -> CUdevice
+        self._contexts: dict[int, Any] = {}   # ordinal -> retained primary CUcontext
+        self._context_ids: dict[int, int] = {}  # ordinal -> int(handle), for the cheap "already current?" test
         self._modules: list[Any] = []  # keep loaded modules alive as long as the backend
         self._dyn_shared: dict[int, int] = {}  # function -> dynamic shared-memory limit already set
+        self._raw = _raw_driver(self.driver)
+        self._raw_tls = threading.local()  # per-thread out-parameter for cuCtxGetCurrent
+
+    @property
+    def device(self) -> Any:
+        return self._device(self.device_id)
+
+    @property
+    def context(self) -> Any:
+        return self._context(self.device_id)
 
     # -- helpers ------------------------------------------------------------------------------------
     def _check(self, result: Any, what: str) -> Any:
@@ -87,16 +161,76 @@ class CudaBackend(Backend):
             return None
         return values[0] if len(values) == 1 else values
 
-    def _make_current(self) -> None:
-        self._check(self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+    def _device(self, device_id: int) -> Any:
+        dev = self._devices.get(device_id)
+        if dev is None:
+            count = int(self._check(self.driver.cuDeviceGetCount(), "cuDeviceGetCount"))
+            if not 0 <= device_id < count:
+                raise CudaError(f"device_id: expected 0..{count - 1} (CUDA devices visible), got {device_id}")
+            dev = self._devices[device_id] = self._check(self.driver.cuDeviceGet(device_id), "cuDeviceGet")
+        return dev
+
+    def _context(self, device_id: int) -> Any:
+        ctx = self._contexts.get(device_id)
+        if ctx is None:
+            ctx = self._check(self.driver.cuDevicePrimaryCtxRetain(self._device(device_id)),
+                              f"cuDevicePrimaryCtxRetain(device {device_id})")
+            self._contexts[device_id] = ctx
+            self._context_ids[device_id] = _handle(ctx)
+        return ctx
+
+    def _make_current(self, device_id: int | None = None) -> None:
+        self._check(self.driver.cuCtxSetCurrent(self._context(self.device_id if device_id is None else device_id)),
+                    "cuCtxSetCurrent")
 
     def _stream(self, stream: int) -> Any:
         return self.driver.CUstream(int(stream))
 
     # -- Backend ------------------------------------------------------------------------------------
-    def load_module(self, image: bytes) -> Any:
-        self._make_current()
-        module = self._check(self.driver.cuModuleLoadData(bytes(image)), "cuModuleLoadData")
+    def set_device(self, device_id: int) -> Any:
+        want = self._context_ids.get(device_id)
+        if want is None:
+            self._context(device_id)
+            want = self._context_ids[device_id]
+        raw = self._raw
+        if raw is not None:
+            slot = getattr(self._raw_tls, "slot", None)
+            if slot is None:
+                slot = self._raw_tls.slot = ctypes.c_void_p()
+            err = raw.get_current(ctypes.addressof(slot))
+            if err:
+                raise CudaError(f"cuCtxGetCurrent failed: {err}")
+            current = slot.value or 0
+            if current == want:
+                return None
+            err = raw.set_current(want)
+            if err:
+                raise CudaError(f"cuCtxSetCurrent(device {device_id}) failed: {err}")
+            return _Previous(current)
+        result = self.driver.cuCtxGetCurrent()
+        if result[0] != self._success:
+            self._check(result, "cuCtxGetCurrent")
+        current = result[1]
+        if _handle(current) == want:
+            return None
+        self._check(self.driver.cuCtxSetCurrent(self._contexts[device_id]), f"cuCtxSetCurrent(device {device_id})")
+        return _Previous(current)
+
+    def restore_device(self, previous: Any) -> None:
+        if self._raw is not None and isinstance(previous.context, int):
+            err = self._raw.set_current(previous.context or None)
+            if err:
+                raise CudaError(f"cuCtxSetCurrent(restore) failed: {err}")
+            return
+        self._check(self.driver.cuCtxSetCurrent(previous.context), "cuCtxSetCurrent(restore)")
+
+    def load_module(self, image: bytes, device_id: int | None = None) -> Any:
+        previous = self.set_device(self.device_id if device_id is None else device_id)
+        try:
+            module = self._check(self.driver.cuModuleLoadData(bytes(image)), "cuModuleLoadData")
+        finally:
+            if previous is not None:
+                self.restore_device(previous)
         self._modules.append(module)
         return module
 
@@ -113,15 +247,30 @@ class CudaBackend(Backend):
         buffers: Sequence[BufferSpan] = (),
         shared_mem: int = 0,
     ) -> None:
-        """Enqueue ``function`` with the packed ``kernargs`` (bytes laid out per the manifest)."""
+        """Enqueue ``function`` with the packed ``kernargs`` (bytes laid out per the manifest) on the current
+        context (the caller's, or one made current by :meth:`set_device`)."""
+        self.launch_packed(function, grid, block, PackedKernargs(kernargs, CU_LAUNCH_PARAM_END), stream, shared_mem)
+
+    def launch_packed(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      kernargs: PackedKernargs, stream: int = 0, shared_mem: int = 0,
+                      buffers: Sequence[BufferSpan] = ()) -> None:
         if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit; set it for any dynamic use
             self._allow_dynamic_shared(function, int(shared_mem))
-        extra = PackedKernargs(kernargs, CU_LAUNCH_PARAM_END)
-        self._check(
-            self.driver.cuLaunchKernel(function, *map(int, grid), *map(int, block), int(shared_mem),
-                                       self._stream(stream), 0, extra.address),
-            "cuLaunchKernel",
-        )
+        raw = self._raw
+        if raw is not None:
+            err = raw.launch(_handle(function), grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                             stream or None, None, kernargs.address)
+            if err:
+                self._check((self.driver.CUresult(err),), "cuLaunchKernel")
+            return
+        try:
+            result = self.driver.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                                shared_mem, stream, 0, kernargs.address)
+        except TypeError:  # bindings that take only CUstream objects for the stream
+            result = self.driver.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                                shared_mem, self._stream(stream), 0, kernargs.address)
+        if (result[0] if isinstance(result, tuple) else result) != self._success:
+            self._check(result, "cuLaunchKernel")
 
     def _allow_dynamic_shared(self, function: Any, nbytes: int) -> None:
         """Raise the function's dynamic shared-memory limit (needed above 48 KB), once per function and size."""
@@ -149,9 +298,13 @@ class CudaBackend(Backend):
     def synchronize(self, stream: int = 0) -> None:
         self._check(self.driver.cuStreamSynchronize(self._stream(stream)), "cuStreamSynchronize")
 
-    def alloc(self, nbytes: int) -> DeviceAllocation:
-        self._make_current()
-        ptr = self._check(self.driver.cuMemAlloc(max(1, int(nbytes))), "cuMemAlloc")
+    def alloc(self, nbytes: int, device_id: int | None = None) -> DeviceAllocation:
+        previous = self.set_device(self.device_id if device_id is None else device_id)
+        try:
+            ptr = self._check(self.driver.cuMemAlloc(max(1, int(nbytes))), "cuMemAlloc")
+        finally:
+            if previous is not None:
+                self.restore_device(previous)
         return DeviceAllocation(ptr=int(ptr), nbytes=int(nbytes), backend=self)
 
     def free(self, allocation: DeviceAllocation) -> None:
@@ -182,7 +335,6 @@ class CudaBackend(Backend):
         return cuda_device_count(self.driver)
 
     def compute_units(self, device_id: int | None = None) -> int:
-        dev = self.device if device_id is None or device_id == self.device_id else \
-            self._check(self.driver.cuDeviceGet(device_id), "cuDeviceGet")
+        dev = self._device(self.device_id if device_id is None else device_id)
         attr = self.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
         return int(self._check(self.driver.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))

@@ -31,6 +31,7 @@ class HipBackend(Backend):
     name = "hip"
     dlpack_device_type = 10
     arch = "gfx950"
+    kernarg_end_marker = HIP_LAUNCH_PARAM_END
 
     def __init__(self, hip_module: Any = None) -> None:
         self._hip = hip_module  # injectable for tests (a fake of hip-python's `hip` module)
@@ -54,11 +55,24 @@ class HipBackend(Backend):
             return None
         return values[0] if len(values) == 1 else tuple(values)
 
-    def set_device(self, device_id: int) -> None:
+    def set_device(self, device_id: int) -> Any:
+        """hipSetDevice(device_id) unless it is current already; returns the previous device to restore."""
+        current = self._check(self.hip.hipGetDevice(), "hipGetDevice")
+        if int(current) == device_id:
+            return None
         self._check(self.hip.hipSetDevice(device_id), f"hipSetDevice({device_id})")
+        return int(current)
 
-    def load_module(self, image: bytes) -> Any:
-        return self._check(self.hip.hipModuleLoadData(image), "hipModuleLoadData")
+    def restore_device(self, previous: Any) -> None:
+        self._check(self.hip.hipSetDevice(previous), f"hipSetDevice({previous})")
+
+    def load_module(self, image: bytes, device_id: int = 0) -> Any:
+        previous = self.set_device(device_id)  # a HIP module belongs to the device current at load time
+        try:
+            return self._check(self.hip.hipModuleLoadData(image), "hipModuleLoadData")
+        finally:
+            if previous is not None:
+                self.restore_device(previous)
 
     def get_function(self, module: Any, name: str) -> Any:
         return self._check(self.hip.hipModuleGetFunction(module, name.encode()), f"hipModuleGetFunction({name})")
@@ -67,9 +81,13 @@ class HipBackend(Backend):
                stream: int = 0, buffers: Sequence[BufferSpan] = (), shared_mem: int = 0) -> None:
         # The packed kernarg buffer goes through `extra`, so one packer (the manifest's layout)
         # serves every backend.
-        extra = PackedKernargs(kernargs, HIP_LAUNCH_PARAM_END)
+        self.launch_packed(function, grid, block, PackedKernargs(kernargs, HIP_LAUNCH_PARAM_END), stream, shared_mem)
+
+    def launch_packed(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      kernargs: PackedKernargs, stream: int = 0, shared_mem: int = 0,
+                      buffers: Sequence[BufferSpan] = ()) -> None:
         self._check(
-            self.hip.hipModuleLaunchKernel(function, *grid, *block, shared_mem, stream or None, None, extra.address),
+            self.hip.hipModuleLaunchKernel(function, *grid, *block, shared_mem, stream or None, None, kernargs.address),
             "hipModuleLaunchKernel")
 
     def order_after(self, consumer_stream: int | None, producer_stream: int) -> None:
@@ -87,8 +105,13 @@ class HipBackend(Backend):
     def synchronize(self, stream: int = 0) -> None:
         self._check(self.hip.hipStreamSynchronize(stream or None), "hipStreamSynchronize")
 
-    def alloc(self, nbytes: int) -> DeviceAllocation:
-        ptr = self._check(self.hip.hipMalloc(max(1, nbytes)), f"hipMalloc({nbytes})")
+    def alloc(self, nbytes: int, device_id: int = 0) -> DeviceAllocation:
+        previous = self.set_device(device_id)
+        try:
+            ptr = self._check(self.hip.hipMalloc(max(1, nbytes)), f"hipMalloc({nbytes})")
+        finally:
+            if previous is not None:
+                self.restore_device(previous)
         return DeviceAllocation(int(ptr), nbytes, self)
 
     def free(self, allocation: DeviceAllocation) -> None:

@@ -59,8 +59,10 @@ class Pointers:
     out: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LaunchPlan:
+    """What one launch runs: kernel symbol, grid, block, packed kernargs (bytes laid out per the manifest)."""
+
     symbol: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -68,6 +70,58 @@ class LaunchPlan:
     shared_mem: int = 0
     #: the tunables actually used, for tables and for "why" in error messages
     config: dict | None = None
+
+
+#: the kernel's pointer arguments, in :class:`Pointers` order
+POINTER_ARGS = ("q", "k", "kv_scale", "weights", "cu_seqlen_ks", "cu_seqlen_ke", "out")
+#: pointer bits a plan may depend on (alignment checks, vectorised fills); see KernelFamily.prepare
+ALIGNMENT_BITS = 0xFF
+#: placeholder pointers a template is planned with: nonzero, carrying the caller's low ALIGNMENT_BITS
+_PLACEHOLDER_BASE = 1 << 40
+
+
+class LaunchTemplate:
+    """A plan for one (problem, tunables, pointer alignment) with its pointers left as holes.
+
+    Planning (heuristic, checks, kernarg packing) runs once per shape; each call then only writes the
+    seven pointers into a copy of ``kernargs`` at ``pointer_offsets`` (:meth:`write_pointers`).
+    """
+
+    __slots__ = ("symbol", "grid", "block", "shared_mem", "config", "kernargs", "pointer_offsets", "_writers")
+
+    def __init__(self, plan: LaunchPlan, pointer_offsets: tuple[int, ...]) -> None:
+        self.symbol, self.grid, self.block = plan.symbol, plan.grid, plan.block
+        self.shared_mem, self.config, self.kernargs = plan.shared_mem, plan.config, plan.kernargs
+        self.pointer_offsets = pointer_offsets
+        # One struct per run of consecutive 8-byte slots: the manifest's layout puts all seven first, so the
+        # common case is one pack_into of 7 values.
+        runs: list[list[int]] = []
+        for i, off in enumerate(pointer_offsets):
+            if runs and pointer_offsets[runs[-1][-1]] + 8 == off:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        self._writers = tuple((struct.Struct(f"<{len(r)}Q"), pointer_offsets[r[0]], r[0], r[-1] + 1) for r in runs)
+
+    def write_pointers(self, buffer, pointers: tuple[int, ...]) -> None:
+        """Write the seven device addresses (Pointers order) into ``buffer`` (a writable copy of ``kernargs``)."""
+        for packer, offset, lo, hi in self._writers:
+            packer.pack_into(buffer, offset, *pointers[lo:hi])
+
+    def pointer_writer(self) -> tuple:
+        """(write, offset) with ``write(buffer, offset, *pointers)`` writing the seven pointers: a bound
+        ``Struct.pack_into`` when they occupy one run of consecutive slots (the manifest's layout), else a
+        general writer (``offset`` unused)."""
+        if len(self._writers) == 1:
+            packer, offset, _, _ = self._writers[0]
+            return packer.pack_into, offset
+        return (lambda buffer, _offset, *pointers: self.write_pointers(buffer, pointers)), 0
+
+    def plan(self, pointers: tuple[int, ...]) -> LaunchPlan:
+        """The full plan for these pointers (for callers that want to see what was launched)."""
+        buf = bytearray(self.kernargs)
+        self.write_pointers(buf, pointers)
+        return LaunchPlan(self.symbol, self.grid, self.block, bytes(buf), self.shared_mem, self.config)
 
 
 def pack_kernargs(layout: list[dict], values: dict[str, int], size: int) -> bytes:
@@ -123,3 +177,21 @@ class KernelFamily(ABC):
     @abstractmethod
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
         """Choose the variant and launch geometry, validate the tunables, pack the kernargs."""
+
+    def prepare(self, problem: Problem, tunables: Tunables, alignment: tuple[int, ...],
+                compute_units: int) -> LaunchTemplate:
+        """:meth:`plan` once for a shape, with placeholder pointers that carry the callers' low address bits
+        (``alignment``: each pointer's ``& ALIGNMENT_BITS``, Pointers order), so alignment checks and
+        alignment-dependent flags come out as they would for the real pointers. Callers cache the result
+        keyed by (problem, tunables, alignment)."""
+        placeholders = Pointers(*(_PLACEHOLDER_BASE + (i << 12) + (a & ALIGNMENT_BITS)
+                                  for i, a in enumerate(alignment)))
+        plan = self.plan(problem, tunables, placeholders, compute_units)
+        layout = {a["name"]: a for a in self.target["kernels"][plan.symbol]["args"]}
+        offsets = []
+        for name in POINTER_ARGS:
+            arg = layout.get(name)
+            if arg is None or arg["size"] != 8:
+                raise KernelNotBuiltError(f"{plan.symbol}: the manifest has no 8-byte kernel argument {name!r}")
+            offsets.append(arg["offset"])
+        return LaunchTemplate(plan, tuple(offsets))
