@@ -4,10 +4,11 @@
 PYTHON ?= python3
 BUILD  := build
 HSACO  := $(BUILD)/fp8_mqa_logits.gfx950.hsaco
+HSACO942 := $(BUILD)/fp8_mqa_logits.gfx942.hsaco
 
 .PHONY: all install install-test test test-fast clean
 
-all: $(HSACO)
+all: $(HSACO) $(HSACO942)
 
 # Checked every time (cheap), installed only when something is missing from *this* Python.
 install:
@@ -18,8 +19,12 @@ install:
 install-test: install
 	@$(PYTHON) -c "import torch, jax, triton" 2>/dev/null || $(PYTHON) -m pip install -q -e ".[test,interop]"
 
-$(HSACO): kernels/fp8_mqa_logits.hip build.py rawindexer/codeobject.py | install
+$(HSACO): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | install
 	$(PYTHON) build.py --out $(BUILD)
+
+# gfx942 (MI300X / MI325X): the same source; waits for gfx950 (order-only) since both merge into manifest.json
+$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(HSACO)
+	$(PYTHON) build.py --out $(BUILD) --target gfx942
 
 test: all install-test
 	$(PYTHON) -m pytest -q -m "not gpu" tests

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Build the gfx950 code object of fp8_mqa_logits and its manifest.
+"""Build the gfx950 and gfx942 code objects of fp8_mqa_logits and their manifest.
 
-    python build.py [--out build]
+    python build.py [--out build] [--target gfx950|gfx942|sm_90a]
 
 Toolchain: ``hipcc`` when it is on PATH (a ROCm machine); otherwise clang 22 from the pinned
 ``ziglang`` PyPI package, which carries the AMDGPU backend and lld. Same source, same flags.
@@ -9,6 +9,9 @@ Outputs under ``build/``:
 
 * ``fp8_mqa_logits.gfx950.hsaco`` -- the code object, one symbol per variant
 * ``fp8_mqa_logits.gfx950.s``     -- the assembly of that same compile (-save-temps)
+* ``fp8_mqa_logits.gfx942.hsaco`` / ``.s`` -- the same source for gfx942 (MI300X / MI325X): the seed
+  design, each instance twice (e4m3fnuz inputs, and e4m3fn inputs read in place: symbol suffix _fn);
+  what differs by target is in kernels/target.h
 * ``manifest.json``               -- per symbol: template parameters, kernarg layout, launch bounds
   and the resources read back from the code object's own metadata.
 
@@ -58,12 +61,17 @@ class Variant:
     block_m: int
     unroll: int
     path: str = "seed"
+    #: the format of q / k bytes this instance reads: the target's own MFMA format, or (gfx942 only)
+    #: e4m3fn bytes read in place on the fnuz MFMA (kernels/target.h; symbol suffix _fn)
+    fp8_format: str = "e4m3fn"
+    fn_on_fnuz: bool = False
 
     @property
     def symbol(self) -> str:
         if self.path in ("mr", "mrp"):
             return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.path}"
-        return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_u{self.unroll}"
+        suffix = "_fn" if self.fn_on_fnuz else ""
+        return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_u{self.unroll}{suffix}"
 
 
 # Which BLOCK_M fit without spilling: Q (H*D/256 VGPRs per row) and the per-lane weights (H/2 per row)
@@ -87,6 +95,22 @@ MR_VARIANTS: list[Variant] = [
 MRP_BLOCK_M = {(32, 64): 4, (32, 128): 4, (64, 64): 4, (64, 128): 2, (128, 64): 2, (128, 128): 1}
 MRP_VARIANTS: list[Variant] = [Variant(h, d, bm, 1, "mrp") for (h, d), bm in MRP_BLOCK_M.items()]
 VARIANTS: list[Variant] = SEED_VARIANTS + MR_VARIANTS + MRP_VARIANTS
+
+# gfx942 (MI300X / MI325X): the seed design (the accurate default; docs/NUMERICS.md) at BLOCK_M <= 4, each
+# instance for e4m3fnuz inputs (the MFMA's own format) and for e4m3fn inputs read in place (_fn). Left out:
+# the instances that spill on gfx942 (clang 22, checked with this build's metadata): H=128, D=64, BLOCK_M 2
+# with two tiles in flight (both formats) -- the same one gfx950 drops.
+GFX942_SPILLS = {(128, 64, 2, 2)}
+GFX942_VARIANTS: list[Variant] = [
+    Variant(h, d, bm, u, "seed", fmt, fmt == "e4m3fn")
+    for (h, d), max_bm in MAX_BLOCK_M.items()
+    for bm in range(1, min(max_bm, 4) + 1)
+    for u in (1, 2)
+    for fmt in ("e4m3fnuz", "e4m3fn")
+    if (h, d, bm, u) not in GFX942_SPILLS
+]
+#: the gfx kernel's targets: what each builds from kernels/fp8_mqa_logits.hip
+GFX_TARGETS: dict[str, list[Variant]] = {"gfx950": VARIANTS, "gfx942": GFX942_VARIANTS}
 
 # Explicit kernel arguments, in order (must match INSTANTIATE in the source). The manifest takes the
 # offsets and sizes from the code object and checks them against these names and sizes.
@@ -129,18 +153,23 @@ def toolchain(tool_dir: Path | None = None) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-m", "ziglang", "clang"], env
 
 
+def hip_flags(arch: str = ARCH) -> list[str]:
+    """HIP_FLAGS for ``arch`` (the same flags, another --offload-arch)."""
+    return [f"--offload-arch={arch}" if f.startswith("--offload-arch=") else f for f in HIP_FLAGS]
+
+
 def compile_hip(source: Path, out: Path, defines: list[str] = (), asm: Path | None = None,
-                extra_flags: list[str] = ()) -> None:
-    """Compile one HIP source to a gfx950 code object ``out`` (and its assembly ``asm``)."""
+                extra_flags: list[str] = (), arch: str = ARCH) -> None:
+    """Compile one HIP source to a code object ``out`` for ``arch`` (and its assembly ``asm``)."""
     cc, env = toolchain()
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rawindexer-build-") as tmp:
-        cmd = [*cc, *HIP_FLAGS, *extra_flags, *[f"-D{d}" for d in defines],
+        cmd = [*cc, *hip_flags(arch), *extra_flags, *[f"-D{d}" for d in defines],
                f"-save-temps={'obj'}", "-o", str(Path(tmp) / out.name), str(source)]
         subprocess.run(cmd, check=True, env=env, cwd=tmp)
         shutil.move(str(Path(tmp) / out.name), out)
         if asm is not None:
-            (s_file,) = Path(tmp).glob(f"*{ARCH}*.s")
+            (s_file,) = Path(tmp).glob(f"*{arch}*.s")
             shutil.move(str(s_file), asm)
 
 
@@ -162,7 +191,7 @@ def manifest_entry(variant: Variant, kernel) -> dict:
     vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
     return {
         "params": {"heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m,
-                   "unroll": variant.unroll, "path": variant.path},
+                   "unroll": variant.unroll, "path": variant.path, "fp8_format": variant.fp8_format},
         "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(KERNEL_ARGS, args)],
         "kernarg_size": meta[".kernarg_segment_size"],
         "kernarg_align": meta[".kernarg_segment_align"],
@@ -177,27 +206,34 @@ def manifest_entry(variant: Variant, kernel) -> dict:
     }
 
 
-def build(out_dir: Path, variants: list[Variant] = VARIANTS) -> Path:
+def build(out_dir: Path, variants: list[Variant] | None = None, arch: str = ARCH) -> Path:
+    """Compile ``variants`` (default: the target's list in GFX_TARGETS) for ``arch`` into one code object
+    and merge its manifest target."""
     sys.path.insert(0, str(ROOT))
     from rawindexer.codeobject import CodeObject
 
-    hsaco = out_dir / f"fp8_mqa_logits.{ARCH}.hsaco"
-    asm = out_dir / f"fp8_mqa_logits.{ARCH}.s"
-    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.unroll})" for v in variants if v.path == "seed")
-    mr_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mr")
-    mrp_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mrp")
-    compile_hip(KERNEL_SOURCE, hsaco, asm=asm, defines=[
-        f"VARIANTS(X)={table}", f"MR_VARIANTS(X)={mr_table}", f"MRP_VARIANTS(X)={mrp_table}"])
+    variants = GFX_TARGETS[arch] if variants is None else variants
+    hsaco = out_dir / f"fp8_mqa_logits.{arch}.hsaco"
+    asm = out_dir / f"fp8_mqa_logits.{arch}.s"
+
+    def table(path: str, fn: bool = False) -> str:
+        args = ((v.heads, v.head_dim, v.block_m) + ((v.unroll,) if path == "seed" else ()) for v in variants
+                if v.path == path and v.fn_on_fnuz == fn)
+        return " ".join(f"X({','.join(map(str, a))})" for a in args)
+
+    compile_hip(KERNEL_SOURCE, hsaco, asm=asm, arch=arch, defines=[
+        f"VARIANTS(X)={table('seed')}", f"FN_VARIANTS(X)={table('seed', True)}",
+        f"MR_VARIANTS(X)={table('mr')}", f"MRP_VARIANTS(X)={table('mrp')}"])
 
     co = CodeObject(hsaco.read_bytes())
     target = {
         "code_object": hsaco.name,
         "assembly": asm.name,
         "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN,
-        "flags": HIP_FLAGS,
+        "flags": hip_flags(arch),
         "kernels": {v.symbol: manifest_entry(v, co.kernels[v.symbol]) for v in variants},
     }
-    return write_manifest(out_dir, ARCH, target)
+    return write_manifest(out_dir, arch, target)
 
 
 def write_manifest(out_dir: Path, arch: str, target: dict) -> Path:
@@ -380,13 +416,13 @@ def main_sm90(out_dir: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "build")
-    parser.add_argument("--target", choices=[ARCH, SM90_ARCH], default=ARCH)
+    parser.add_argument("--target", choices=[*GFX_TARGETS, SM90_ARCH], default=ARCH)
     args = parser.parse_args()
     if args.target == SM90_ARCH:
         return main_sm90(args.out)
-    path = build(args.out)
-    kernels = json.loads(path.read_text())["targets"][ARCH]["kernels"]
-    print(f"built {len(kernels)} gfx950 kernels -> {path.parent}")
+    path = build(args.out, arch=args.target)
+    kernels = json.loads(path.read_text())["targets"][args.target]["kernels"]
+    print(f"built {len(kernels)} {args.target} kernels -> {path.parent}")
     for name, k in kernels.items():
         r = k["resources"]
         print(f"  {name:36s} vgpr={r['vgpr']:3d} agpr={r['agpr']:3d} sgpr={r['sgpr']:3d} "

@@ -105,4 +105,29 @@ TARGET_DEVICE unsigned fn_as_fnuz_q(unsigned w) {
   const unsigned nan = low7_all_ones(w);
   return (fn_as_fnuz_k(w) ^ (nan - (nan >> 7))) | nan;
 }
+
+// The same on a lane's 32 operand bytes, where the kernel reads e4m3fn bytes on an fnuz target
+// (FN_ON_FNUZ); the identity otherwise.
+template <bool FN_ON_FNUZ>
+TARGET_DEVICE v8i_t k_operand(v8i_t v) {
+  if constexpr (FN_ON_FNUZ) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = (int)fn_as_fnuz_k((unsigned)v[i]);
+  }
+  return v;
+}
+template <bool FN_ON_FNUZ>
+TARGET_DEVICE v8i_t q_operand(v8i_t v) {
+  if constexpr (FN_ON_FNUZ) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = (int)fn_as_fnuz_q((unsigned)v[i]);
+  }
+  return v;
+}
+// e4m3fn read as e4m3fnuz halves q and k, so q.k reads a quarter: the weights carry the 4 back (exact).
+template <bool FN_ON_FNUZ>
+TARGET_DEVICE float weight(float w) {
+  if constexpr (FN_ON_FNUZ) return 4.0f * w;
+  return w;
+}
 }  // namespace target

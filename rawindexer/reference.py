@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fp8 import decode_e4m3fn
+from .fp8 import decode
 from .windows import clamp_windows
 
 #: bytes of the [rows, H, cols] score block one chunk may hold
@@ -27,10 +27,11 @@ def fp8_mqa_logits_ref(
     *,
     out: np.ndarray | None = None,
     dtype: type = np.float32,
+    fp8_format: str = "e4m3fn",
 ) -> np.ndarray:
     """Reference logits.
 
-    q: [M, H, D] uint8 e4m3fn codes; k: [N, D] uint8 codes; kv_scale: [N] float; weights: [M, H] float;
+    q: [M, H, D] uint8 codes of ``fp8_format`` (e4m3fn or e4m3fnuz); k: [N, D] uint8 codes; kv_scale: [N] float; weights: [M, H] float;
     cu_seqlen_ks / cu_seqlen_ke: [M] int (end exclusive, clamped to [0, N)).
     Returns [M, N] ``dtype``. Outside each row's window: -inf when ``clean_logits``; otherwise the
     values of ``out`` are left as they were (NaN when ``out`` is None, i.e. "not written").
@@ -45,7 +46,7 @@ def fp8_mqa_logits_ref(
         out[...] = -np.inf
     starts, ends = clamp_windows(cu_seqlen_ks, cu_seqlen_ke, N)
 
-    kf = decode_e4m3fn(k, dtype)
+    kf = decode(k, fp8_format, dtype)
     scale = np.asarray(kv_scale, dtype=dtype)
     w = np.asarray(weights, dtype=dtype)
     rows_per_chunk = max(1, CHUNK_BYTES // max(1, H * N * np.dtype(dtype).itemsize))
@@ -56,7 +57,7 @@ def fp8_mqa_logits_ref(
             continue
         lo = int(starts[m0:m1][live].min())
         hi = int(ends[m0:m1][live].max())
-        qf = decode_e4m3fn(q[m0:m1], dtype).reshape(-1, D)
+        qf = decode(q[m0:m1], fp8_format, dtype).reshape(-1, D)
         scores = (qf @ kf[lo:hi].T).reshape(m1 - m0, H, hi - lo)
         np.maximum(scores, 0, out=scores)
         logits = np.einsum("mhn,mh->mn", scores, w[m0:m1], optimize=True) * scale[lo:hi]

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import functools
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -21,18 +19,7 @@ _TMP = Path(tempfile.mkdtemp(prefix="rawindexer-emu-kernels-"))
 def compiled(source: str, arch: str = "gfx950") -> tuple[bytes, str]:
     """(code object bytes, assembly listing) of tests/emulator_kernels/<source>.hip for ``arch``."""
     out, asm = _TMP / f"{source}.{arch}.hsaco", _TMP / f"{source}.{arch}.s"
-    if arch == build.ARCH:
-        build.compile_hip(KDIR / f"{source}.hip", out, asm=asm, extra_flags=[f"-I{KDIR}"])
-    else:  # the package's flags with the target swapped
-        cc, env = build.toolchain()
-        flags = [f"--offload-arch={arch}" if f.startswith("--offload-arch=") else f for f in build.HIP_FLAGS]
-        with tempfile.TemporaryDirectory(prefix="rawindexer-emu-kernel-", dir=_TMP) as tmp:
-            tmp_out = Path(tmp) / out.name  # -save-temps=obj writes beside the output
-            subprocess.run([*cc, *flags, f"-I{KDIR}", "-save-temps=obj", "-o", str(tmp_out), str(KDIR / f"{source}.hip")],
-                           check=True, env=env, cwd=tmp)
-            shutil.move(str(tmp_out), out)
-            (s_file,) = Path(tmp).glob(f"*{arch}*.s")
-            shutil.move(str(s_file), asm)
+    build.compile_hip(KDIR / f"{source}.hip", out, asm=asm, extra_flags=[f"-I{KDIR}"], arch=arch)
     return out.read_bytes(), asm.read_text()
 
 
