@@ -242,3 +242,23 @@ def test_tunables_one_gfx942_instance_per_format(rng):
     for fmt in ("e4m3fnuz", "e4m3fn"):
         check(rng, 7, 150, 32, 64, "multi_req", True, fmt, block_m=3, split_n=2, num_warps=2, unroll2=True,
               reverse_rows=True)
+
+
+def test_fnuz_nan_bytes_follow_the_nan_contract(rng):
+    """e4m3fnuz's NaN (0x80) in q[m, h] drops head h of row m (equal to a run with weights[m, h] = 0); in
+    k[n] it changes column n only."""
+    M, N, H, D = 6, 70, 32, 128
+    ops = inputs(rng, M, N, H, D, "causal", "e4m3fnuz")
+    clean_out = run(ops, True, "e4m3fnuz")
+    poisoned = {k: v.copy() for k, v in ops.items()}
+    m, h, n = 2, 30, 11
+    poisoned["q_fp8"][m, h, 100] = 0x80
+    poisoned["k_fp8"][n, 64] = 0x80
+    out = run(poisoned, True, "e4m3fnuz")
+    dropped = {k: v.copy() for k, v in ops.items()}
+    dropped["weights"][m, h] = 0
+    want = run(dropped, True, "e4m3fnuz")
+    others = np.arange(N) != n
+    np.testing.assert_array_equal(out[m][others].view(np.uint32), want[m][others].view(np.uint32))
+    rows = np.arange(M) != m
+    np.testing.assert_array_equal(out[rows][:, others].view(np.uint32), clean_out[rows][:, others].view(np.uint32))
