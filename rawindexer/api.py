@@ -203,10 +203,23 @@ def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int
     allocation = backend.alloc(4 * M * N, device[1])
     array = dlpack.DLPackArray(allocation.ptr, (M, N), "float32", device, owner=_DeviceBuffer(allocation))
 
+    def ready(consumer_stream: int | None) -> None:
+        # The DLPack handshake: the consumer's stream waits for our launch (nothing when it is our stream).
+        # A consumer may export from another thread or device, so the launch's device is made current.
+        previous = backend.set_device(device[1])
+        try:
+            backend.order_after(consumer_stream, stream)
+        finally:
+            if previous is not None:
+                backend.restore_device(previous)
+
     def result() -> Any:
-        # Imported after the launch is queued; the framework's stream then waits for ours (the DLPack
-        # handshake; nothing when it is our stream), since a framework may read the buffer right away.
-        array.ready = lambda consumer: backend.order_after(consumer, stream)
+        # Set once the launch is queued: an export before that has no work to wait for.
+        array.ready = ready
+        if framework in ("numpy", "unknown"):
+            # numpy holds host memory only; a producer we do not know gets the device buffer itself as a
+            # DLPack exporter, which frees it once the caller and every capsule taken from it are gone.
+            return array
         return dlpack.import_into(framework, array)
 
     return array, allocation.ptr, result
@@ -315,6 +328,18 @@ class Indexer:
         self._devices: dict[tuple[int, int], _Device] = {}
         self._shapes: dict[tuple, _Shape] = {}
         self._lock = threading.Lock()
+
+    def reset(self, backend: str | None = None) -> None:
+        """Forget what was resolved per device (loaded module, functions, compute units) and the call shapes
+        prepared on it, for backend ``backend`` ("hip", "cuda", "emulator") or all; the next call loads the
+        module again. For a host that reset or reconfigured a device under this object."""
+        with self._lock:
+            gone = [d for d, state in self._devices.items() if backend is None or state.backend.name == backend]
+            for d in gone:
+                del self._devices[d]
+            for key in [k for k, shape in self._shapes.items()
+                        if backend is None or shape.device.backend.name == backend]:
+                del self._shapes[key]
 
     # -- resolution (once per device / shape) ------------------------------------------------------------
     def _arch(self, backend: Backend) -> str:
@@ -635,6 +660,17 @@ def _indexer_for(tunables: tuple) -> Indexer:
     return ind
 
 
+def reset_caches(backend: str | None = None) -> None:
+    """Forget the per-device state (modules, functions, compute units, prepared launches) that
+    :func:`fp8_mqa_logits` and :func:`launch` cached, for backend ``backend`` or all, and the ``launch``
+    Indexers bound to it (they hold the backend instance). Indexers the caller made are the caller's:
+    :meth:`Indexer.reset`. For hosts (and tests) that reset or reconfigure a device under rawindexer."""
+    for indexer in (_DEFAULT, *_BY_TUNABLES.values()):
+        indexer.reset(backend)
+    for key in [k for k, ind in _RAW.items() if backend is None or ind._backend.name == backend]:
+        _RAW.pop(key, None)
+
+
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
                    clean_logits: bool = True, out: Any = None, *, block_m: int = 0, split_n: int = 0,
                    num_warps: int = 0, unroll2: bool | None = None, reverse_rows: bool | None = None,
@@ -662,7 +698,10 @@ def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqle
         fp8_format: the format of uint8 q / k bytes: "e4m3fn" (None) or "e4m3fnuz". gfx942 serves both
             (e4m3fn read in place, see kernels/target.h); gfx950 and sm_90a serve e4m3fn.
     Returns:
-        logits [M, N] float32 in the caller's framework (``out`` itself when given).
+        logits [M, N] float32 in the caller's framework (``out`` itself when given). GPU arrays of a framework
+        rawindexer does not import into (neither torch, CuPy nor JAX) give a ``dlpack.DLPackArray`` over the
+        device buffer it allocated: ``__dlpack__`` (with the stream handshake) and ``__dlpack_device__``, the
+        buffer freed once that object and every capsule taken from it are dropped.
     Arrays on the CPU run on the gfx950 emulator (slow; for tests and small shapes), ROCm arrays on the
     gfx950 kernel through hip-python, CUDA arrays on the sm_90a twin. A thin wrapper over a cached
     :class:`Indexer` (one per set of tunables); serving loops can hold their own.

@@ -2,6 +2,10 @@
 a C libamdhip64.so that validates calls like the ROCm runtime, queues work on in-order streams run at
 synchronisation, and executes launches on the gfx950 emulator with memcheck.
 
+Covered: fp8_mqa_logits and the prepared Indexer on ROCm producer arrays, Indexer.launch_pointers and
+launch() with raw pointers, the out=None result as a DLPack exporter of the device buffer, run.py, and the
+errors a ROCm user meets (no device, no runtime at all, wrong target, out of memory, rejected launch, fault).
+
 What this proves: rawindexer's calls survive hip-python's real Cython layer (argument conversion,
 `extra` and its END=3 marker, stream/event handles, None vs 0, bytes images, return tuples, error
 enums); results are bitwise those of the emulator backend; the DLPack handshake for ROCm orders work
@@ -24,6 +28,7 @@ import rawindexer
 import rawindexer.api as api
 from hip_standin import runtime
 from hip_standin.producer import RocmArray, check
+from rawindexer import dlpack
 from rawindexer.backends import get_backend
 from rawindexer.backends.hip import HipError
 from rawindexer.fp8 import random_e4m3fn
@@ -43,15 +48,11 @@ def standin():
 
 @pytest.fixture
 def hipb(standin):
-    """The process-wide hip backend, with rawindexer's module cache emptied of hip entries around the test
+    """The process-wide hip backend, with rawindexer's cached hip modules and Indexers dropped around the test
     (a test that changes the device's target must see hipModuleLoadData called)."""
-    def forget():
-        for cache in (api._modules, api._functions):
-            for key in [k for k in cache if k[0] == "hip"]:
-                del cache[key]
-    forget()
+    api.reset_caches("hip")
     yield get_backend("hip")
-    forget()
+    api.reset_caches("hip")
     standin.configure()
 
 
@@ -186,6 +187,90 @@ def test_raw_pointer_launch_bitwise_equal_to_emulator(rng, standin, hipb, stream
     assert standin.live_allocations == live
 
 
+def graded(got, ops, clean):
+    ref = fp8_mqa_logits_ref(*ops.values(), clean, dtype=np.float64)
+    g = grade(got, ref, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], clean)
+    assert g.ok, g.message
+    return g
+
+
+# ---- the prepared object ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", ["hip", None])
+def test_indexer_on_rocm_arrays_bitwise_equal_to_emulator(rng, standin, hipb, streams, device):
+    """rawindexer.Indexer(H, D, device="hip" or None = follow the arrays' DLPack device 10) on the test
+    producer's ROCm arrays: three calls with fresh inputs of one shape reuse the prepared launch (the module is
+    loaded once), each queued on the caller's stream and bitwise the emulator backend's result."""
+    producer_stream, consumer_stream = streams
+    M, N, H, D = 11, 90, 64, 128
+    ind = rawindexer.Indexer(H, D, device=device)
+    for clean, mode in [(True, "multi_req"), (False, "misaligned"), (True, "causal")]:
+        ops = inputs(rng, M, N, H, D, mode)
+        expected = emulator_result(ops, clean)
+        arrays = producers(ops, producer_stream)
+        out = RocmArray(np.full((M, N), np.nan, np.float32), producer_stream)  # poisoned
+        ran = standin.launches_run
+        assert ind(*arrays.values(), clean_logits=clean, out=out, stream=consumer_stream) is out
+        assert standin.launches_run == ran, "the launch must be queued, not run inside the call"
+        check(hip.hipStreamSynchronize(consumer_stream), "hipStreamSynchronize")
+        assert standin.launches_run == ran + 1
+        got = peek(out.ptr, (M, N))
+        assert got.tobytes() == expected.tobytes(), f"{mode}, clean={clean}: not bitwise equal"
+        graded(got, ops, clean)
+        for a in (*arrays.values(), out):
+            a.free()
+    (state,) = ind._devices.values()
+    assert state.backend is hipb and state.device_id == 0 and state.compute_units == 256
+    assert len(ind._shapes) == 2  # clean_logits is part of the call description; the third call reused one
+
+
+def test_indexer_refuses_arrays_of_another_backend(rng, standin, hipb, streams):
+    ops = inputs(rng, 3, 20, 32, 64, "causal")
+    with pytest.raises(ValueError, match=r"arrays: expected arrays on a hip device .*got arrays on DLPack "
+                                         r"device \(1, 0\)"):
+        rawindexer.Indexer(32, 64, device="hip")(*ops.values())
+    arrays = producers(ops, streams[0])
+    try:
+        with pytest.raises(ValueError, match=r"expected arrays on a emulator device .*DLPack device \(10, 0\)"):
+            rawindexer.Indexer(32, 64, device="emulator")(*arrays.values())
+    finally:
+        for a in arrays.values():
+            a.free()
+
+
+def test_indexer_launch_pointers_bitwise_equal_to_emulator(rng, standin, hipb, streams):
+    """Indexer.launch_pointers (the serving loop's raw entry): padded output rows, both clean_logits, on a
+    stream; the template it returns describes the launch the stand-in ran."""
+    M, N, H, D = 13, 77, 32, 128
+    ind = rawindexer.Indexer(H, D, device="hip")
+    stream = streams[0]
+    for clean in (True, False):
+        ops = inputs(rng, M, N, H, D, "multi_req")
+        expected = emulator_result(ops, clean)
+        bufs = {n: hipb.alloc(a.nbytes) for n, a in ops.items()}
+        out = hipb.alloc(4 * M * (N + 5))
+        try:
+            for n, a in ops.items():
+                hipb.copy_from_host(bufs[n].ptr, a)
+            hipb.copy_from_host(out.ptr, np.full((M, N + 5), np.nan, np.float32))  # poisoned
+            ptrs = (*(bufs[n].ptr for n in OPERANDS), out.ptr)
+            template = ind.launch_pointers(ptrs, M, N, out_row_stride=N + 5, clean_logits=clean, stream=stream)
+            assert standin.pending(stream) == 1
+            hipb.synchronize(stream)
+            got = np.empty((M, N + 5), np.float32)
+            hipb.copy_to_host(got, out.ptr)
+            assert got[:, :N].tobytes() == expected.tobytes(), f"clean={clean}: {template.symbol}"
+            assert np.isnan(got[:, N:]).all(), "the kernel wrote into the row padding"
+            graded(got[:, :N], ops, clean)
+            plan = template.plan(ptrs)
+            assert plan.symbol.startswith(f"fp8_mqa_logits_h{H}_d{D}_") and plan.grid[0] >= 1
+        finally:
+            for b in (*bufs.values(), out):
+                b.free()
+    assert ind.launch_pointers((1,) * 7, 0, N) is None  # nothing to launch
+    with pytest.raises(ValueError, match="pointers: expected 7 device addresses, got 6"):
+        ind.launch_pointers((1,) * 6, M, N)
+
+
 # ---- stream ordering ---------------------------------------------------------------------------------
 def test_without_the_handshake_the_consumer_reads_unwritten_memory(rng, standin, hipb, streams):
     """Negative control: a producer that ignores the consumer's stream leaves its copies queued, so the
@@ -250,14 +335,69 @@ def test_order_after_makes_the_consumer_wait_for_the_launch(rng, standin, hipb, 
         b.free()
 
 
-@pytest.mark.xfail(strict=True, reason="api.py: with out=None, a ROCm result for a producer outside "
-                   "torch/CuPy/JAX is imported through numpy.from_dlpack, which refuses device type 10")
 def test_result_allocated_by_rawindexer_for_a_plain_rocm_producer(rng, standin, hipb, streams):
+    """out=None with a ROCm producer rawindexer cannot import into: the result is the device buffer rawindexer
+    allocated, as a DLPack exporter (device (10, 0)). A consumer importing it on another stream waits for the
+    launch (the handshake, through the real hip-python's events); the buffer lives until the result and every
+    view taken from it are dropped. Fresh stand-in memory holds 0xA5 bytes, so an unwritten element differs."""
+    import gc
+
     producer_stream, consumer_stream = streams
-    arrays = producers(inputs(rng, 4, 40, 32, 64, "causal"), producer_stream)
+    M, N, H, D = 6, 40, 32, 64
+    ops = inputs(rng, M, N, H, D, "multi_req")
+    expected = emulator_result(ops, True)
+    arrays = producers(ops, producer_stream)
+    live = standin.live_allocations
     try:
         result = rawindexer.fp8_mqa_logits(*arrays.values(), stream=consumer_stream)
         assert result.__dlpack_device__() == (10, 0)
+        assert standin.live_allocations == live + 1 and standin.pending(consumer_stream) >= 1
+        # A third party reads the result on the producer's stream: only that stream is synchronised, so the
+        # launch queued on consumer_stream runs because the export made producer_stream wait for it.
+        view = dlpack.from_dlpack(result, name="logits", stream=producer_stream)
+        assert (view.shape, view.dtype.name, view.device, view.ptr) == ((M, N), "float32", (10, 0), result.ptr)
+        check(hip.hipStreamSynchronize(producer_stream), "hipStreamSynchronize")
+        assert standin.pending(consumer_stream) == 0
+        got = peek(view.ptr, (M, N))
+        assert got.tobytes() == expected.tobytes()
+        graded(got, ops, True)
+        del result
+        gc.collect()
+        assert standin.live_allocations == live + 1, "freed while a view of it was alive"
+        view.release()
+        del view
+        gc.collect()
+        assert standin.live_allocations == live, "the result's buffer was not freed"
+    finally:
+        for a in arrays.values():
+            a.free()
+
+
+def test_result_export_without_synchronisation_and_on_its_own_stream(rng, standin, hipb, streams):
+    """The result's exports: stream=-1 (the consumer asked for no synchronisation) and the launch's own stream
+    queue nothing; a capsule taken from it keeps the buffer alive after the result is gone."""
+    import gc
+
+    producer_stream, consumer_stream = streams
+    arrays = producers(inputs(rng, 3, 24, 32, 64, "causal"), producer_stream)
+    live = standin.live_allocations
+    try:
+        result = rawindexer.fp8_mqa_logits(*arrays.values(), stream=consumer_stream)
+        before = (standin.pending(producer_stream), standin.pending(consumer_stream))
+        dlpack.from_dlpack(result, stream=-1).release()
+        dlpack.from_dlpack(result, stream=consumer_stream).release()
+        assert (standin.pending(producer_stream), standin.pending(consumer_stream)) == before
+        dlpack.from_dlpack(result, stream=producer_stream).release()  # control: another stream does wait
+        assert standin.pending(producer_stream) == before[0] + 1
+        capsule = result.__dlpack__(stream=-1, max_version=(1, 0))
+        del result
+        gc.collect()
+        assert standin.live_allocations == live + 1
+        dlpack.from_dlpack(capsule).release()
+        del capsule
+        gc.collect()
+        assert standin.live_allocations == live
+        check(hip.hipStreamSynchronize(consumer_stream), "hipStreamSynchronize")
     finally:
         for a in arrays.values():
             a.free()
@@ -286,6 +426,61 @@ def test_no_device(standin, hipb, rng):
         assert run.pick_device(None) != "hip"
 
 
+NO_ROCM_SCRIPT = r"""
+import ctypes, sys
+try:
+    ctypes.CDLL("libamdhip64.so")
+    print("ROCM-PRESENT")
+    sys.exit(0)
+except OSError:
+    pass
+import rawindexer
+from rawindexer.backends import get_backend
+from rawindexer.backends.hip import HipUnavailable
+hip = get_backend("hip")
+print("count", hip.device_count())
+for attempt in ("launch", "indexer"):
+    try:
+        if attempt == "launch":
+            rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=4, N=64, num_heads=32, head_dim=128, device="hip")
+        else:
+            rawindexer.Indexer(32, 128, device="hip").launch_pointers((1,) * 7, 4, 64)
+    except HipUnavailable as exc:
+        print(attempt, "HipUnavailable:", exc)
+sys.path.insert(0, sys.argv[1])
+import run
+print("run.py picks", run.pick_device(None))
+"""
+
+
+def test_no_rocm_runtime_at_all(standin):
+    """No libamdhip64.so anywhere (a fresh process without the stand-in): hip-python's bare
+    RuntimeError('failed to dlopen ...') becomes one HipUnavailable saying what to install, at the first
+    call that needs the runtime; device_count() answers 0 and run.py falls back to another device."""
+    done = subprocess.run([sys.executable, "-c", NO_ROCM_SCRIPT, str(ROOT)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    if "ROCM-PRESENT" in done.stdout:
+        pytest.skip("a ROCm runtime is installed on this machine")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "count 0"
+    for attempt in ("launch", "indexer"):
+        (line,) = [x for x in lines if x.startswith(f"{attempt} HipUnavailable:")]
+        assert "needs the ROCm HIP runtime" in line and "libamdhip64.so" in line and "rocm-hip-runtime" in line
+        assert "emulator" in line
+    assert lines[-1] in ("run.py picks emulator", "run.py picks cuda")
+
+
+def test_no_hip_python(monkeypatch):
+    from rawindexer.backends.hip import HipBackend, HipUnavailable
+
+    monkeypatch.setitem(sys.modules, "hip", None)  # `from hip import hip` raises ImportError
+    backend = HipBackend()
+    assert backend.device_count() == 0
+    with pytest.raises(HipUnavailable, match=r"needs hip-python for ROCm 7.x: pip install 'hip-python~=7.2'"):
+        backend.compute_units(0)
+
+
 def test_code_object_for_another_gfx_target(standin, hipb):
     with pytest.raises(HipError, match=r"hipModuleLoadData failed: 'no kernel image is available.*"
                                        r"hipErrorNoBinaryForGpu"):
@@ -296,6 +491,40 @@ def test_code_object_for_another_gfx_target(standin, hipb):
             rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=4, N=64, num_heads=32, head_dim=128, device="hip")
     with pytest.raises(HipError, match="hipModuleLoadData failed.*hipErrorInvalidImage"):
         hipb.load_module(b"\x7fELF not a code object" + bytes(64))
+
+
+def test_reset_caches_makes_the_next_call_load_the_module_again(rng, standin, hipb):
+    """A loaded module stays in use while the device changes under it (as a runtime keeps it); after
+    api.reset_caches("hip") the next launch loads it again and meets the new device's refusal. Resetting
+    another backend leaves hip's cache alone."""
+    M, N, H, D = 4, 40, 32, 64
+    ops = inputs(rng, M, N, H, D, "causal")
+    expected = emulator_result(ops, True)
+    bufs = {n: hipb.alloc(a.nbytes) for n, a in ops.items()}
+    out = hipb.alloc(4 * M * N)
+    try:
+        for n, a in ops.items():
+            hipb.copy_from_host(bufs[n].ptr, a)
+        ptrs = [bufs[n].ptr for n in OPERANDS]
+
+        def run():
+            hipb.copy_from_host(out.ptr, np.full((M, N), np.nan, np.float32))
+            rawindexer.launch(*ptrs, out.ptr, M=M, N=N, num_heads=H, head_dim=D, device="hip")
+            hipb.synchronize(0)
+            assert peek(out.ptr, (M, N)).tobytes() == expected.tobytes()
+        run()
+        with standin.configured(mach=runtime.MACH_GFX942):
+            run()  # the module loaded on the gfx950 device is still the one used
+            api.reset_caches("emulator")
+            run()
+            api.reset_caches("hip")
+            with pytest.raises(HipError, match="hipModuleLoadData failed.*hipErrorNoBinaryForGpu"):
+                rawindexer.launch(*ptrs, out.ptr, M=M, N=N, num_heads=H, head_dim=D, device="hip")
+        api.reset_caches()
+        run()
+    finally:
+        for b in (*bufs.values(), out):
+            b.free()
 
 
 def test_out_of_memory(rng, standin, hipb):

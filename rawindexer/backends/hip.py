@@ -13,18 +13,41 @@ from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs
 HIP_LAUNCH_PARAM_END = 3
 
 
-def _import_hip():
+class HipError(RuntimeError):
+    """A HIP call failed (the message names the call, HIP's error string and the hipError_t)."""
+
+
+class HipUnavailable(HipError):
+    """The hip backend cannot run on this machine: hip-python is missing or the ROCm runtime it loads
+    (libamdhip64.so) is not installed."""
+
+
+#: what to do, the same wherever the hip backend turns out to be unusable
+_INSTALL_HINT = ("install ROCm 7.x's HIP runtime (AMD's 'rocm-hip-runtime' package, see "
+                 "https://rocm.docs.amd.com/projects/install-on-linux/) so that libamdhip64.so is found "
+                 "(ldconfig, or LD_LIBRARY_PATH=/opt/rocm/lib); without an AMD GPU, run on the gfx950 emulator "
+                 "instead (CPU arrays, or device='emulator')")
+
+
+def _load_hip() -> Any:
+    """hip-python's ``hip`` module with the ROCm runtime behind it loaded.
+
+    hip-python imports without ROCm and dlopens libamdhip64.so at its first HIP call, where a missing
+    runtime surfaces as a bare RuntimeError("failed to dlopen ..."); one call here turns that into
+    HipUnavailable saying what to install, before any of rawindexer's calls is made."""
     try:
         from hip import hip  # type: ignore
-    except ImportError as exc:  # pragma: no cover - depends on the machine
-        raise RuntimeError(
-            "the hip backend needs hip-python for ROCm 7.x: pip install 'hip-python~=7.2' "
-            f"(import failed: {exc})") from exc
+    except ImportError as exc:
+        raise HipUnavailable(f"the hip backend needs hip-python for ROCm 7.x: pip install 'hip-python~=7.2' "
+                             f"(import failed: {exc})") from exc
+    try:
+        hip.hipGetDeviceCount()  # the first call loads the runtime; its answer is read where it matters
+    except RuntimeError as exc:
+        if "dlopen" not in str(exc):
+            raise
+        raise HipUnavailable(f"the hip backend needs the ROCm HIP runtime, which hip-python could not load "
+                             f"({exc}): {_INSTALL_HINT}") from None
     return hip
-
-
-class HipError(RuntimeError):
-    pass
 
 
 class HipBackend(Backend):
@@ -37,9 +60,10 @@ class HipBackend(Backend):
         self._hip = hip_module  # injectable for tests (a fake of hip-python's `hip` module)
 
     @property
-    def hip(self):
+    def hip(self) -> Any:
+        """hip-python's ``hip`` module, its runtime loaded (HipUnavailable when either is missing)."""
         if self._hip is None:
-            self._hip = _import_hip()
+            self._hip = _load_hip()
         return self._hip
 
     def _check(self, result: Any, what: str) -> Any:
@@ -126,9 +150,14 @@ class HipBackend(Backend):
         self._check(self.hip.hipMemcpy(dst.ctypes.data, src_ptr, dst.nbytes, kind), "hipMemcpy(DeviceToHost)")
 
     def device_count(self) -> int:
-        result = self.hip.hipGetDeviceCount()
+        """ROCm devices visible to this process; 0 (never an exception) without hip-python or ROCm."""
+        try:
+            hip = self.hip
+        except HipUnavailable:
+            return 0
+        result = hip.hipGetDeviceCount()
         # The runtime answers "no device" with hipErrorNoDevice (count 0), not with success and 0.
-        if int(result[0]) == int(self.hip.hipError_t.hipErrorNoDevice):
+        if int(result[0]) == int(hip.hipError_t.hipErrorNoDevice):
             return 0
         return int(self._check(result, "hipGetDeviceCount"))
 
