@@ -22,8 +22,9 @@ install-test: install
 $(HSACO): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | install
 	$(PYTHON) build.py --out $(BUILD)
 
-# gfx942 (MI300X / MI325X): the same source; waits for gfx950 (order-only) since both merge into manifest.json
-$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(HSACO)
+# gfx942 (MI300X / MI325X): the same source; waits for the gfx950 code objects (order-only) since all merge
+# into manifest.json
+$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(HSACO) $(PAGED_HSACO)
 	$(PYTHON) build.py --out $(BUILD) --target gfx942
 
 test: all install-test
@@ -46,6 +47,21 @@ endif
 
 $(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
 	$(PYTHON) build.py --out $(BUILD) --target sm_90a
+
+# ---- fp8_paged_mqa_logits (decode): its own code object, merged into the manifest after the prefill one --
+PAGED_HSACO := $(BUILD)/fp8_paged_mqa_logits.gfx950.hsaco
+all: $(PAGED_HSACO)
+
+$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO)
+	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits
+
+PAGED_CUBIN := $(BUILD)/fp8_paged_mqa_logits.sm90a.cubin
+ifneq ($(NVCC),)
+all: $(PAGED_CUBIN)
+endif
+
+$(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
+	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits --target sm_90a
 
 # ---- hip stand-in (tests only) ---------------------------------------------------------------------------
 # A C stand-in for libamdhip64.so that runs launches on the gfx950 emulator, so the real hip-python wheel

@@ -413,11 +413,130 @@ def main_sm90(out_dir: Path) -> None:
               f"stack={r['stack_frame']} smem={r['smem']}")
 
 
+# ===================================================================================================
+# fp8_paged_mqa_logits (decode) -- its own code object per target and its own manifest section
+# {"ops": {"fp8_paged_mqa_logits": {arch: {...}}}}; what is built is declared in rawindexer/paged_kernels.py.
+# `python build.py --op fp8_paged_mqa_logits [--target gfx950]`.
+# ===================================================================================================
+def write_op_manifest(out_dir: Path, op: str, arch: str, target: dict) -> Path:
+    """Merge one op's target into build/manifest.json without touching the prefill targets."""
+    path = out_dir / "manifest.json"
+    manifest = json.loads(path.read_text()) if path.exists() else {}
+    manifest.setdefault("ops", {}).setdefault(op, {})[arch] = target
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    return path
+
+
+def build_paged_gfx950(out_dir: Path) -> Path:
+    sys.path.insert(0, str(ROOT))
+    from rawindexer import paged_kernels as pk
+    from rawindexer.codeobject import CodeObject
+
+    spec = pk.TARGETS[ARCH]
+    hsaco = out_dir / spec.code_object
+    asm = out_dir / (Path(spec.code_object).stem + ".s")
+    table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
+    compile_hip(spec.source, hsaco, asm=asm, defines=[f"{spec.instance_macro}(X)={table}"])
+    co = CodeObject(hsaco.read_bytes())
+    kernels = {}
+    for inst in spec.instances:
+        kernel = co.kernels[spec.symbol(inst)]
+        meta, args = kernel.metadata, kernel.args
+        if len(args) != len(pk.KERNEL_ARGS) or any(a[".size"] != n for a, (_, n) in zip(args, pk.KERNEL_ARGS)):
+            raise RuntimeError(f"{spec.symbol(inst)}: kernarg layout in the code object does not match paged_kernels.KERNEL_ARGS")
+        vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
+        kernels[spec.symbol(inst)] = {
+            "params": inst.params,
+            "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(pk.KERNEL_ARGS, args)],
+            "kernarg_size": meta[".kernarg_segment_size"],
+            "kernarg_align": meta[".kernarg_segment_align"],
+            "max_flat_workgroup_size": meta[".max_flat_workgroup_size"],
+            "resources": {
+                "vgpr": vgpr, "agpr": agpr, "sgpr": meta[".sgpr_count"],
+                "vgpr_spill": meta.get(".vgpr_spill_count", 0), "sgpr_spill": meta.get(".sgpr_spill_count", 0),
+                "lds": meta[".group_segment_fixed_size"], "scratch": meta[".private_segment_fixed_size"],
+                "waves_per_simd": waves_per_simd(vgpr, agpr, kernel.descriptor.accum_offset),
+            },
+        }
+    target = {"code_object": hsaco.name, "assembly": asm.name, "design": spec.design,
+              "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN, "flags": HIP_FLAGS,
+              "kernels": kernels}
+    return write_op_manifest(out_dir, pk.OP, ARCH, target)
+
+
+def build_paged_sm90(out_dir: Path) -> Path:
+    """The sm_90a twin into its own cubin (nvcc), resources from ptxas -v, kernarg layout from .nv.info."""
+    sys.path.insert(0, str(ROOT))
+    from rawindexer import paged_kernels as pk
+
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise RuntimeError("nvcc not found on PATH: the sm_90a target needs the CUDA toolkit (nvcc >= 12.4)")
+    spec = pk.TARGETS[SM90_ARCH]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cubin = out_dir / spec.code_object
+    report_name = Path(spec.code_object).stem + ".ptxas.txt"
+    table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
+    with tempfile.TemporaryDirectory(prefix="rawindexer-paged-sm90-") as tmp:
+        # nvcc splits -D values on commas, so the instance list travels in a one-line wrapper source.
+        wrapper = Path(tmp) / "paged_instances.cu"
+        wrapper.write_text(f"#define {spec.instance_macro}(X) {table}\n#include \"{spec.source}\"\n")
+        tmp_cubin = Path(tmp) / cubin.name
+        proc = subprocess.run([nvcc, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)], capture_output=True, text=True)
+        report = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc failed:\n{report}")
+        shutil.move(str(tmp_cubin), cubin)
+    (out_dir / report_name).write_text(report)
+    resources = parse_ptxas_report(report)
+    params = cubin_kernel_params(cubin.read_bytes())
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    kernels = {}
+    for inst, variant in ((i, v) for i in spec.instances for v in spec.variants):
+        symbol = spec.symbol(inst, variant)
+        layout = params[symbol]
+        if len(layout["args"]) != len(pk.KERNEL_ARGS) or any(
+                size != want for (_, size), (_, want) in zip(layout["args"], pk.KERNEL_ARGS)):
+            raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS")
+        kernels[symbol] = {
+            "params": {**inst.params, "variant": variant},
+            "args": [{"name": name, "offset": off, "size": size}
+                     for (name, _), (off, size) in zip(pk.KERNEL_ARGS, layout["args"])],
+            "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": pk.SM90_THREADS,
+            "warp_size": 32, "resources": resources[symbol],
+        }
+    target = {"code_object": cubin.name, "ptxas_report": report_name, "design": spec.design, "toolchain": version,
+              "flags": SM90_FLAGS, "kernels": kernels}
+    return write_op_manifest(out_dir, pk.OP, SM90_ARCH, target)
+
+
+def main_paged(out_dir: Path, target: str) -> None:
+    if target == SM90_ARCH:
+        path = build_paged_sm90(out_dir)
+        kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][SM90_ARCH]["kernels"]
+        print(f"built {len(kernels)} sm_90a fp8_paged_mqa_logits kernels -> {path.parent}")
+        for name, k in kernels.items():
+            r = k["resources"]
+            print(f"  {name:45s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
+                  f"stack={r['stack_frame']}")
+        return
+    path = build_paged_gfx950(out_dir)
+    kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][ARCH]["kernels"]
+    print(f"built {len(kernels)} gfx950 fp8_paged_mqa_logits kernels -> {path.parent}")
+    for name, k in kernels.items():
+        r = k["resources"]
+        print(f"  {name:40s} vgpr={r['vgpr']:3d} agpr={r['agpr']:3d} sgpr={r['sgpr']:3d} "
+              f"spill={r['vgpr_spill'] + r['sgpr_spill']} scratch={r['scratch']} waves/simd={r['waves_per_simd']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "build")
     parser.add_argument("--target", choices=[*GFX_TARGETS, SM90_ARCH], default=ARCH)
+    parser.add_argument("--op", choices=["fp8_mqa_logits", "fp8_paged_mqa_logits"], default="fp8_mqa_logits")
     args = parser.parse_args()
+    if args.op == "fp8_paged_mqa_logits":
+        return main_paged(args.out, args.target)
     if args.target == SM90_ARCH:
         return main_sm90(args.out)
     path = build(args.out, arch=args.target)

@@ -1,0 +1,228 @@
+"""Benchmark of fp8_paged_mqa_logits (decode) on a CUDA GPU: the sm_90a twin against DeepGEMM's
+``fp8_paged_mqa_logits`` where it imports, and against the card's read bandwidth measured in the same run.
+
+    python -m rawindexer.bench_paged [--quick] [--block-size 64] [--log FILE]
+
+Grid: B in {1, 8, 64, 256} x context in {4096, 32768, 131072} x next_n {1, 2} x H {32, 64}, D = 128, every
+sequence at the full context, physical blocks shuffled. Times are GPU times per call from a CUDA graph of
+``REPS`` calls (host cost excluded; both kernels captured the same way). "cache GB/s" = bytes of the fused
+cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the card's read bandwidth (a torch
+sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are marked L2: their bandwidth is not
+HBM's. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from the same inputs).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPS = 20
+L2_BYTES = 50 * 1024 * 1024
+GRID_B = (1, 8, 64, 256)
+GRID_CONTEXT = (4096, 32768, 131072)
+GRID_NEXT_N = (1, 2)
+GRID_HEADS = (32, 64)
+HEAD_DIM = 128
+#: the sm_90a designs (rawindexer.paged_kernels): f16 score wgmma (default, exact) and fp8 e4m3 wgmma
+VARIANTS = ("f16", "fp8")
+
+
+def read_bandwidth(torch, gib: int = 4) -> float:
+    """Bytes per second of a torch sum over ``gib`` GiB (best of 5)."""
+    x = torch.ones(gib * (1 << 30) // 4, dtype=torch.float32, device="cuda")
+    x.sum()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        x.sum()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / 1e3)
+    del x
+    return gib * (1 << 30) / best
+
+
+def graph_time(torch, fn, reps: int = REPS) -> float:
+    """Seconds per call of ``fn`` replayed from a CUDA graph of ``reps`` calls (median of 5 replays)."""
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for _ in range(reps):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / reps)
+    return sorted(times)[len(times) // 2]
+
+
+def make_cache(torch, B: int, context: int, block_size: int):
+    """Random fp8 keys (no NaN codes), positive scales, shuffled physical blocks, ``context`` tokens each."""
+    dev = "cuda"
+    blocks_per_seq = -(-context // block_size)
+    num_blocks = B * blocks_per_seq
+    kv = torch.empty((num_blocks, block_size * (HEAD_DIM + 4)), dtype=torch.uint8, device=dev)
+    chunk = max(1, (256 << 20) // (block_size * HEAD_DIM))
+    for i in range(0, num_blocks, chunk):
+        n = min(chunk, num_blocks - i)
+        keys = torch.randn((n, block_size * HEAD_DIM), device=dev).to(torch.float8_e4m3fn).view(torch.uint8)
+        kv[i:i + n, :block_size * HEAD_DIM] = keys
+        scales = torch.rand((n, block_size), device=dev) * 0.02 + 0.001
+        kv[i:i + n, block_size * HEAD_DIM:] = scales.view(torch.uint8)
+    kv_cache = kv.view(num_blocks, block_size, 1, HEAD_DIM + 4)
+    block_table = torch.randperm(num_blocks, device=dev, dtype=torch.int32).view(B, blocks_per_seq)
+    return kv_cache, block_table
+
+
+def make_queries(torch, B: int, context: int, next_n: int, heads: int):
+    dev = "cuda"
+    q = torch.randn((B, next_n, heads, HEAD_DIM), device=dev).to(torch.float8_e4m3fn)
+    weights = torch.randn((B * next_n, heads), device=dev, dtype=torch.float32)
+    lens_1d = torch.full((B,), context, dtype=torch.int32, device=dev)
+    lens_2d = (lens_1d[:, None] - next_n + 1 + torch.arange(next_n, device=dev, dtype=torch.int32)[None, :]).contiguous()
+    return q, weights, lens_1d, lens_2d
+
+
+def deepgemm_call(torch, q, kv_cache, weights, lens_2d, block_table, context: int, block_size: int):
+    """A zero-argument callable running DeepGEMM's fp8_paged_mqa_logits, or (None, reason)."""
+    try:
+        import deep_gemm
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no alternative here"
+        return None, f"deep_gemm does not import ({type(exc).__name__}: {exc})"
+    num_sms = torch.cuda.get_device_properties(0).multi_processor_count
+    try:
+        meta = deep_gemm.get_paged_mqa_logits_metadata(lens_2d, block_size, num_sms)
+    except TypeError:
+        meta = deep_gemm.get_paged_mqa_logits_metadata(lens_2d, num_sms)
+
+    def call():
+        return deep_gemm.fp8_paged_mqa_logits(q, kv_cache, weights, lens_2d, block_table, meta, context,
+                                              clean_logits=False)
+    try:
+        call()
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001
+        return None, f"deep_gemm.fp8_paged_mqa_logits failed ({type(exc).__name__}: {str(exc)[:120]})"
+    return call, ""
+
+
+def calc_diff(torch, x, y) -> float:
+    x, y = x.double(), y.double()
+    den = (x * x + y * y).sum()
+    return float(1 - 2 * (x * y).sum() / den) if float(den) > 0 else 0.0
+
+
+def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str]:
+    """Wall time per call of back-to-back eager calls (B=8, context 4096, next_n 1, H 64): the public
+    function (DLPack import + validation + plan each call) and the prepared object (launch only)."""
+    B, context = 8, 4096
+    kv_cache, table = make_cache(torch, B, context, block_size)
+    q, weights, lens_1d, _ = make_queries(torch, B, context, 1, 64)
+    out = torch.empty((B, context), dtype=torch.float32, device="cuda")
+    q_u8 = q.view(torch.uint8)
+    args = (q_u8, kv_cache, weights, lens_1d, table, context)
+    prepared = rawindexer.prepare_paged_mqa_logits(*args, out=out)
+    result = []
+    for name, fn in (("fp8_paged_mqa_logits", lambda: rawindexer.fp8_paged_mqa_logits(*args, out=out)),
+                     ("prepare_paged_mqa_logits(...)()", prepared)):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        result.append(f"# host cost per eager call, {name}: {(time.perf_counter() - t0) / calls * 1e6:.1f} us "
+                      f"(B={B}, context {context}, {calls} calls back to back, includes the GPU time when it is longer)")
+        print(result[-1], flush=True)
+    return result
+
+
+def run(quick: bool, block_size: int, log: Path | None) -> int:
+    import torch
+
+    import rawindexer
+
+    bw = read_bandwidth(torch)
+    name = torch.cuda.get_device_name(0)
+    lines = [f"# fp8_paged_mqa_logits on {name}: read bandwidth (torch sum, 4 GiB) {bw / 1e12:.2f} TB/s; "
+             f"block_size {block_size}, D {HEAD_DIM}, GPU time per call from CUDA graphs of {REPS} calls",
+             "| B | context | next_n | H | design | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    shapes = [(b, c) for b in GRID_B for c in GRID_CONTEXT]
+    if quick:
+        shapes = [(b, c) for (b, c) in shapes if b in (1, 64) and c != 131072]
+    dg_note_printed = False
+    for B, context in shapes:
+        kv_cache, table = make_cache(torch, B, context, block_size)
+        cache_bytes = B * context * (HEAD_DIM + 4)
+        note = "L2" if cache_bytes * 2 <= L2_BYTES else ""
+        for next_n in GRID_NEXT_N:
+            for heads in GRID_HEADS:
+                if quick and heads != 64:
+                    continue
+                q, weights, lens_1d, lens_2d = make_queries(torch, B, context, next_n, heads)
+                out = torch.empty((B * next_n, context), dtype=torch.float32, device="cuda")
+                q_u8 = q.view(torch.uint8)
+                dg, reason = deepgemm_call(torch, q, kv_cache, weights, lens_2d, table, context, block_size)
+                t_dg, ref = float("nan"), None
+                if dg is None:
+                    if not dg_note_printed:
+                        print(f"# alternative: {reason}", flush=True)
+                        lines.append(f"# alternative: {reason}")
+                        dg_note_printed = True
+                else:
+                    t_dg = graph_time(torch, dg)
+                    ref = dg().float()
+                for variant in VARIANTS:
+                    ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
+                        q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=variant)
+                    t_ours = graph_time(torch, ours)
+                    diff = float("nan")
+                    if ref is not None:
+                        ours()
+                        torch.cuda.synchronize()
+                        valid = torch.arange(context, device="cuda")[None, :] < lens_2d.reshape(-1, 1)
+                        diff = calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
+                    row = (f"| {B} | {context} | {next_n} | {heads} | {variant} | {t_ours * 1e6:.1f} | "
+                           f"{cache_bytes / t_ours / 1e9:.0f} | {100 * cache_bytes / t_ours / bw:.0f}% | "
+                           f"{t_dg * 1e6:.1f} | {t_ours / t_dg:.2f} | {diff:.1e} | {note} |")
+                    lines.append(row)
+                    print(row, flush=True)
+                del ref
+                del q, weights, lens_1d, lens_2d, out
+        del kv_cache, table
+        torch.cuda.empty_cache()
+    lines += host_cost(torch, rawindexer, block_size)
+    if log:
+        log.write_text("\n".join(lines) + "\n")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="B in {1, 64}, context < 131072, H = 64")
+    parser.add_argument("--block-size", type=int, default=64, choices=(1, 16, 64))
+    parser.add_argument("--log", type=Path)
+    args = parser.parse_args()
+    t0 = time.time()
+    rc = run(args.quick, args.block_size, args.log)
+    print(f"# {time.time() - t0:.0f} s", file=sys.stderr)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

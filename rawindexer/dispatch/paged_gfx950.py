@@ -1,0 +1,146 @@
+"""Host side of kernels/fp8_paged_mqa_logits.hip on gfx950: instance choice, launch geometry, kernargs.
+
+The heuristic reads only host-known numbers (B, next_n, max_context_len, the CU count): never
+context_lens or the block table, which live on the device, so a call needs no synchronisation and can
+be captured in a graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import paged_kernels as pk
+from .base import BUILD_DIR, KernelNotBuiltError, LaunchPlan, _load_manifest, pack_kernargs
+
+WAVE = 64
+TILE_N = 32
+MAX_WARPS = 8
+MAX_SPLIT_N = 65535
+LDS_PER_CU = 160 * 1024   # gfx950
+WAVES_PER_CU_WANTED = 16  # 4 per SIMD
+
+
+@dataclass(frozen=True)
+class PagedProblem:
+    """Shapes of one call (see rawindexer.paged.fp8_paged_mqa_logits)."""
+
+    batch: int
+    next_n: int
+    heads: int
+    head_dim: int
+    block_size: int
+    max_context_len: int
+    max_blocks: int
+    out_row_stride: int
+    clean_logits: bool
+    context_lens_2d: bool
+
+
+@dataclass(frozen=True)
+class PagedPointers:
+    q: int
+    kv_cache: int
+    weights: int
+    context_lens: int
+    block_table: int
+    out: int
+
+
+def best_split(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
+    """split_n for ``batch`` sequences of ``tiles`` tiles on a device with ``slots`` resident workgroups.
+
+    Workgroups run in waves of ``slots``; the last wave is partly empty, so the fraction of the machine
+    kept busy is T / (slots * ceil(T / slots)) for T = batch * split_n workgroups. Pick the split with the
+    highest fraction (the fewest splits on a tie), never cutting a sequence into splits of fewer than
+    ``min_tiles`` tiles. (B = 64 on 528 slots, long contexts: 33 splits fill 4 waves exactly; ceil(528 / 64) = 9
+    splits would be 1.09 waves, 55% busy.)
+    """
+    batch = max(batch, 1)
+    most = max(1, min(tiles // max(min_tiles, 1), MAX_SPLIT_N, 4 * -(-slots // batch)))
+    best, best_busy = 1, 0.0
+    for split in range(1, most + 1):
+        total = batch * split
+        busy = total / (slots * -(-total // slots))
+        if busy > best_busy + 1e-9:
+            best, best_busy = split, busy
+    return best
+
+
+class PagedGfx950Family:
+    arch = "gfx950"
+
+    def __init__(self, build_dir: Path = BUILD_DIR) -> None:
+        self.build_dir = build_dir
+
+    @property
+    def target(self) -> dict:
+        path = self.build_dir / "manifest.json"
+        if not path.exists():
+            raise KernelNotBuiltError(f"{path} not found: run `make` first")
+        target = _load_manifest(str(path), path.stat().st_mtime).get("ops", {}).get(pk.OP, {}).get(self.arch)
+        if target is None:
+            raise KernelNotBuiltError(f"{path} has no {pk.OP} {self.arch} kernels: run `make`")
+        return target
+
+    def code_object(self) -> bytes:
+        return (self.build_dir / self.target["code_object"]).read_bytes()
+
+    def variant(self, variant: str | None) -> str:
+        """The design to run: ``variant`` if given (one of the target's), else the target's default."""
+        spec = pk.TARGETS[self.arch]
+        if variant is None:
+            return spec.default_variant
+        if variant not in spec.variants:
+            raise ValueError(f"variant: expected None or one of {[v for v in spec.variants if v]} for {self.arch}, "
+                             f"got {variant!r}")
+        return variant
+
+    def entry(self, heads: int, head_dim: int, block_size: int, variant: str | None = None) -> dict | None:
+        spec = pk.TARGETS[self.arch]
+        symbol = spec.symbol(pk.PagedInstance(heads, head_dim, block_size), self.variant(variant))
+        entry = self.target["kernels"].get(symbol)
+        return {**entry, "symbol": symbol} if entry else None
+
+    def is_supported(self, heads: int, head_dim: int, block_size: int) -> bool:
+        return self.entry(heads, head_dim, block_size) is not None
+
+    def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0) -> dict:
+        """num_warps: 4, or more when the workgroup's LDS (Q of next_n rows) would otherwise cap a CU below 16
+        waves. split_n: :func:`best_split` over the device's resident workgroups (registers and LDS), at
+        least two tiles per wave of a split at the longest possible context (max_context_len)."""
+        lds = pk.dynamic_lds_bytes(p.heads, p.head_dim, p.next_n)
+        if not num_warps:
+            groups_per_cu = max(1, LDS_PER_CU // lds)
+            num_warps = min(MAX_WARPS, max(4, -(-WAVES_PER_CU_WANTED // groups_per_cu)))
+        if not split_n:
+            # resident workgroups per CU: registers (waves/SIMD x 4 SIMDs) and LDS both limit them
+            entry = self.entry(p.heads, p.head_dim, p.block_size)
+            waves = 4 * (entry["resources"]["waves_per_simd"] if entry else 4)
+            per_cu = max(1, min(waves // num_warps, LDS_PER_CU // lds))
+            tiles = -(-p.max_context_len // TILE_N)
+            split_n = best_split(p.batch, tiles, per_cu * compute_units, 2 * num_warps)
+        return {"num_warps": num_warps, "split_n": split_n, "lds": lds}
+
+    def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
+             num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
+        entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
+        if entry is None:
+            raise ValueError(f"(num_heads, head_dim, block_size): expected one of the built gfx950 instances "
+                             f"{sorted(tuple(e['params'].values()) for e in self.target['kernels'].values())}, "
+                             f"got ({p.heads}, {p.head_dim}, {p.block_size})")
+        if not 0 <= num_warps <= MAX_WARPS:
+            raise ValueError(f"num_warps: expected 0 (heuristic) or 1..{MAX_WARPS}, got {num_warps}")
+        if not 0 <= split_n <= MAX_SPLIT_N:
+            raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {split_n}")
+        cfg = self.choose(p, compute_units, split_n, num_warps)
+        flags = (pk.FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (pk.FLAG_CONTEXT_LENS_2D if p.context_lens_2d else 0)
+        values = {
+            "q": ptrs.q, "kv_cache": ptrs.kv_cache, "weights": ptrs.weights, "context_lens": ptrs.context_lens,
+            "block_table": ptrs.block_table, "out": ptrs.out, "out_row_stride": p.out_row_stride,
+            "next_n": p.next_n, "max_context_len": p.max_context_len, "max_blocks": p.max_blocks,
+            "split_n": cfg["split_n"], "num_warps": cfg["num_warps"], "flags": flags,
+        }
+        return LaunchPlan(symbol=entry["symbol"], grid=(p.batch, cfg["split_n"], 1),
+                          block=(WAVE * cfg["num_warps"], 1, 1),
+                          kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
+                          shared_mem=cfg["lds"], config=cfg)

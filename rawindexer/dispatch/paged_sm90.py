@@ -1,0 +1,61 @@
+"""Host side of kernels/fp8_paged_mqa_logits_sm90.cu: instance choice, launch geometry, kernargs.
+
+One warpgroup (128 threads) per block; the heuristic reads host numbers only (B, max_context_len, the SM
+count and the block's shared memory), never device memory, so a call is capturable in a CUDA graph.
+"""
+from __future__ import annotations
+
+from .. import paged_kernels as pk
+from .base import LaunchPlan, pack_kernargs
+from .paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem, best_split
+
+MAX_SPLIT_N = 65535
+SHARED_PER_SM = 227 * 1024  # H100 / H200: usable shared memory per SM
+REGISTERS_PER_SM = 65536
+#: a split gets at least this many 64-token tiles (the ring's prologue and the Q staging amortised)
+MIN_TILES_PER_SPLIT = 4
+#: resident blocks per SM we aim for before splitting further (limited by shared memory)
+MAX_BLOCKS_PER_SM = 8
+
+
+class PagedSm90Family(PagedGfx950Family):
+    """Same manifest section and instance names as the gfx950 family, different geometry."""
+
+    arch = "sm_90a"
+
+    def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0,
+               variant: str | None = None) -> dict:
+        """split_n: :func:`best_split` over the resident blocks (shared memory, registers, at most
+        MAX_BLOCKS_PER_SM per SM), never fewer than MIN_TILES_PER_SPLIT tiles per split at max_context_len."""
+        variant = self.variant(variant)
+        shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, variant)
+        if num_warps not in (0, 4):
+            raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
+        if not split_n:
+            entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
+            regs = entry["resources"]["registers"] if entry else 128
+            by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * pk.SM90_THREADS)
+            per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
+            tiles = -(-p.max_context_len // pk.SM90_TILE)
+            split_n = best_split(p.batch, tiles, per_sm * compute_units, MIN_TILES_PER_SPLIT)
+        return {"num_warps": 4, "split_n": split_n, "lds": shared, "variant": variant}
+
+    def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
+             num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
+        entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
+        if entry is None:
+            raise ValueError(f"(num_heads, head_dim, block_size): no sm_90a decode kernel for "
+                             f"({p.heads}, {p.head_dim}, {p.block_size})")
+        if not 0 <= split_n <= MAX_SPLIT_N:
+            raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {split_n}")
+        cfg = self.choose(p, compute_units, split_n, num_warps, variant)
+        flags = (pk.FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (pk.FLAG_CONTEXT_LENS_2D if p.context_lens_2d else 0)
+        values = {
+            "q": ptrs.q, "kv_cache": ptrs.kv_cache, "weights": ptrs.weights, "context_lens": ptrs.context_lens,
+            "block_table": ptrs.block_table, "out": ptrs.out, "out_row_stride": p.out_row_stride,
+            "next_n": p.next_n, "max_context_len": p.max_context_len, "max_blocks": p.max_blocks,
+            "split_n": cfg["split_n"], "num_warps": 4, "flags": flags,
+        }
+        return LaunchPlan(symbol=entry["symbol"], grid=(p.batch, cfg["split_n"], 1), block=(pk.SM90_THREADS, 1, 1),
+                          kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
+                          shared_mem=cfg["lds"], config=cfg)

@@ -1,0 +1,103 @@
+"""The one declaration of the fp8_paged_mqa_logits (decode) kernels: per target, its source, code object,
+kernel-argument layout and the instances built. build.py, the manifest, the dispatch and the tests import
+this module; nothing else names a paged symbol. (Shaped as an entry of the registry issue 13 asks for:
+op x target x design x instance.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+OP = "fp8_paged_mqa_logits"
+ROOT = Path(__file__).resolve().parents[1]
+
+HEADS = (32, 64, 128)
+HEAD_DIMS = (64, 128)
+BLOCK_SIZES = (1, 16, 64)
+MAX_NEXT_N = 4
+#: bytes of one token in the fused cache beyond its D key bytes: its float32 scale
+SCALE_BYTES = 4
+
+# Kernel flags (must match the enum in the kernel sources)
+FLAG_CLEAN_LOGITS = 1
+FLAG_CONTEXT_LENS_2D = 2
+
+#: Explicit kernel arguments in order, (name, bytes); the build checks the code object against it.
+KERNEL_ARGS: list[tuple[str, int]] = [
+    ("q", 8), ("kv_cache", 8), ("weights", 8), ("context_lens", 8), ("block_table", 8), ("out", 8),
+    ("out_row_stride", 8), ("next_n", 4), ("max_context_len", 4), ("max_blocks", 4), ("split_n", 4),
+    ("num_warps", 4), ("flags", 4),
+]
+
+
+@dataclass(frozen=True)
+class PagedInstance:
+    """One compiled kernel: a (heads, head_dim, block_size) instantiation of a target's design."""
+
+    heads: int
+    head_dim: int
+    block_size: int
+
+    @property
+    def params(self) -> dict:
+        return {"heads": self.heads, "head_dim": self.head_dim, "block_size": self.block_size}
+
+
+@dataclass(frozen=True)
+class PagedTarget:
+    """One target's kernel source and the instances built from it."""
+
+    arch: str
+    design: str
+    source: Path
+    code_object: str
+    instances: tuple[PagedInstance, ...]
+    #: kernel symbols are f"{symbol_prefix}_h{heads}_d{head_dim}_bs{block_size}" + f"_{variant}" (if any)
+    symbol_prefix: str = OP
+    #: designs built from this source for every instance (symbol suffixes); the first is the default
+    variants: tuple[str, ...] = ("",)
+    #: the macro the source expands over the instance list
+    instance_macro: str = "PAGED_INSTANCES"
+    #: bytes of shared memory per workgroup beyond Q and weights (sm_90a: the cp.async ring), by head_dim
+    ring_bytes: dict | None = None
+
+    def symbol(self, inst: PagedInstance, variant: str = "") -> str:
+        base = f"{self.symbol_prefix}_h{inst.heads}_d{inst.head_dim}_bs{inst.block_size}"
+        return f"{base}_{variant}" if variant else base
+
+    @property
+    def default_variant(self) -> str:
+        return self.variants[0]
+
+
+#: sm_90a kernel constants (STAGES, TILE in kernels/fp8_paged_mqa_logits_sm90.cu)
+SM90_STAGES = 4
+SM90_TILE = 64
+SM90_THREADS = 128
+SM90_K_PAD = 16  # bytes of padding per key row of the ring
+
+ALL_INSTANCES = tuple(PagedInstance(h, d, bs) for h in HEADS for d in HEAD_DIMS for bs in BLOCK_SIZES)
+
+TARGETS: dict[str, PagedTarget] = {
+    "gfx950": PagedTarget(
+        arch="gfx950", design="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
+        code_object=f"{OP}.gfx950.hsaco", instances=ALL_INSTANCES),
+    "sm_90a": PagedTarget(
+        arch="sm_90a", design="cp_async_ring_wgmma_ss", source=ROOT / "kernels" / "fp8_paged_mqa_logits_sm90.cu",
+        code_object=f"{OP}.sm90a.cubin", instances=ALL_INSTANCES, symbol_prefix=f"{OP}_sm90",
+        # f16: the score wgmma on exactly converted fp8 values (fp32-accurate accumulation: the 1e-5 gate);
+        # fp8: the e4m3 wgmma (twice the tensor rate; Hopper's fp8 accumulation keeps fewer bits)
+        variants=("f16", "fp8"),
+        ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS}),
+}
+
+
+def dynamic_lds_bytes(heads: int, head_dim: int, next_n: int) -> int:
+    """gfx950: LDS one workgroup needs: Q rows padded to head_dim + 16 bytes, then float32 weights."""
+    return next_n * heads * (head_dim + 16) + next_n * heads * 4
+
+
+def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, variant: str = "f16") -> int:
+    """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (fp8 or f16) and weights."""
+    q_bytes = 2 if variant == "f16" else 1
+    return TARGETS["sm_90a"].ring_bytes[head_dim] + next_n * heads * head_dim * q_bytes + next_n * heads * 4
