@@ -22,11 +22,6 @@ install-test: install
 $(HSACO): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | install
 	$(PYTHON) build.py --out $(BUILD)
 
-# gfx942 (MI300X / MI325X): the same source; waits for the gfx950 code objects (order-only) since all merge
-# into manifest.json
-$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(HSACO) $(PAGED_HSACO)
-	$(PYTHON) build.py --out $(BUILD) --target gfx942
-
 test: all install-test
 	$(PYTHON) -m pytest -q -m "not gpu" tests
 
@@ -62,6 +57,11 @@ endif
 
 $(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
 	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits --target sm_90a
+
+# ---- gfx942 (MI300X / MI325X): the same source; waits for the gfx950 code objects (order-only) since all merge
+# into manifest.json
+$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(HSACO) $(PAGED_HSACO)
+	$(PYTHON) build.py --out $(BUILD) --target gfx942
 
 # ---- hip stand-in (tests only) ---------------------------------------------------------------------------
 # A C stand-in for libamdhip64.so that runs launches on the gfx950 emulator, so the real hip-python wheel
