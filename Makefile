@@ -47,7 +47,7 @@ $(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
 PAGED_HSACO := $(BUILD)/fp8_paged_mqa_logits.gfx950.hsaco
 all: $(PAGED_HSACO)
 
-$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO)
+$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO)
 	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits
 
 PAGED_CUBIN := $(BUILD)/fp8_paged_mqa_logits.sm90a.cubin
@@ -62,6 +62,12 @@ $(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py
 # into manifest.json
 $(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(HSACO) $(PAGED_HSACO)
 	$(PYTHON) build.py --out $(BUILD) --target gfx942
+
+PAGED_HSACO942 := $(BUILD)/fp8_paged_mqa_logits.gfx942.hsaco
+all: $(PAGED_HSACO942)
+
+$(PAGED_HSACO942): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO942)
+	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits --target gfx942
 
 # ---- hip stand-in (tests only) ---------------------------------------------------------------------------
 # A C stand-in for libamdhip64.so that runs launches on the gfx950 emulator, so the real hip-python wheel

@@ -427,26 +427,33 @@ def write_op_manifest(out_dir: Path, op: str, arch: str, target: dict) -> Path:
     return path
 
 
-def build_paged_gfx950(out_dir: Path) -> Path:
+def build_paged_gfx950(out_dir: Path, arch: str = ARCH) -> Path:
+    """The paged kernel for a gfx target (gfx950, gfx942): every instance of each of the target's variants."""
     sys.path.insert(0, str(ROOT))
     from rawindexer import paged_kernels as pk
     from rawindexer.codeobject import CodeObject
 
-    spec = pk.TARGETS[ARCH]
+    spec = pk.TARGETS[arch]
     hsaco = out_dir / spec.code_object
     asm = out_dir / (Path(spec.code_object).stem + ".s")
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
-    compile_hip(spec.source, hsaco, asm=asm, defines=[f"{spec.instance_macro}(X)={table}"])
+    defines = [f"{spec.instance_macro}(X)={table}"]
+    if "fn" in spec.variants:
+        defines.append(f"{spec.fn_instance_macro}(X)={table}")
+    compile_hip(spec.source, hsaco, asm=asm, defines=defines, arch=arch)
     co = CodeObject(hsaco.read_bytes())
     kernels = {}
-    for inst in spec.instances:
-        kernel = co.kernels[spec.symbol(inst)]
+    for inst, variant in ((i, v) for v in spec.variants for i in spec.instances):
+        symbol = spec.symbol(inst, variant)
+        kernel = co.kernels[symbol]
         meta, args = kernel.metadata, kernel.args
         if len(args) != len(pk.KERNEL_ARGS) or any(a[".size"] != n for a, (_, n) in zip(args, pk.KERNEL_ARGS)):
-            raise RuntimeError(f"{spec.symbol(inst)}: kernarg layout in the code object does not match paged_kernels.KERNEL_ARGS")
+            raise RuntimeError(f"{symbol}: kernarg layout in the code object does not match paged_kernels.KERNEL_ARGS")
         vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
-        kernels[spec.symbol(inst)] = {
-            "params": inst.params,
+        kernels[symbol] = {
+            "params": {**inst.params, "variant": variant,
+                       "fp8_format": next((f for f, v in (spec.format_variants or {"e4m3fn": variant}).items()
+                                           if v == variant), "e4m3fn")},
             "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(pk.KERNEL_ARGS, args)],
             "kernarg_size": meta[".kernarg_segment_size"],
             "kernarg_align": meta[".kernarg_segment_align"],
@@ -459,9 +466,9 @@ def build_paged_gfx950(out_dir: Path) -> Path:
             },
         }
     target = {"code_object": hsaco.name, "assembly": asm.name, "design": spec.design,
-              "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN, "flags": HIP_FLAGS,
+              "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN, "flags": hip_flags(arch),
               "kernels": kernels}
-    return write_op_manifest(out_dir, pk.OP, ARCH, target)
+    return write_op_manifest(out_dir, pk.OP, arch, target)
 
 
 def build_paged_sm90(out_dir: Path) -> Path:
@@ -520,9 +527,9 @@ def main_paged(out_dir: Path, target: str) -> None:
             print(f"  {name:45s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
                   f"stack={r['stack_frame']}")
         return
-    path = build_paged_gfx950(out_dir)
-    kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][ARCH]["kernels"]
-    print(f"built {len(kernels)} gfx950 fp8_paged_mqa_logits kernels -> {path.parent}")
+    path = build_paged_gfx950(out_dir, target)
+    kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][target]["kernels"]
+    print(f"built {len(kernels)} {target} fp8_paged_mqa_logits kernels -> {path.parent}")
     for name, k in kernels.items():
         r = k["resources"]
         print(f"  {name:40s} vgpr={r['vgpr']:3d} agpr={r['agpr']:3d} sgpr={r['sgpr']:3d} "
