@@ -1,26 +1,56 @@
-# make        : install what is missing (the package, its pinned build tools) and build the code objects
+# make        : install what is missing (the package, its pinned build tools) and build both targets'
+#               kernels into rawindexer/_kernels (package data); intermediates go to build/
 # make test   : the above plus the test-only extras, then the test suite (CPU only: the emulator
 #               executes the gfx950 binary; GPU tests are marked and deselected)
-PYTHON ?= python3
-BUILD  := build
-HSACO  := $(BUILD)/fp8_mqa_logits.gfx950.hsaco
-HSACO942 := $(BUILD)/fp8_mqa_logits.gfx942.hsaco
+# make wheel  : the above, then dist/rawindexer-<version>-py3-none-any.whl carrying both targets
+PYTHON  ?= python3
+BUILD   := build
+KERNELS := rawindexer/_kernels
+HSACO   := $(KERNELS)/fp8_mqa_logits.gfx950.hsaco
+CUBIN   := $(KERNELS)/fp8_mqa_logits.sm90a.cubin
+DIST    := dist
+PAGED_HSACO := $(KERNELS)/fp8_paged_mqa_logits.gfx950.hsaco
+PAGED_CUBIN := $(KERNELS)/fp8_paged_mqa_logits.sm90a.cubin
+HSACO942 := $(KERNELS)/fp8_mqa_logits.gfx942.hsaco
+PAGED_HSACO942 := $(KERNELS)/fp8_paged_mqa_logits.gfx942.hsaco
 
-.PHONY: all install install-test test test-fast clean
+.PHONY: all install install-test test test-fast wheel clean
 
-all: $(HSACO) $(HSACO942)
+all: $(HSACO) $(CUBIN) $(PAGED_HSACO) $(PAGED_CUBIN) $(HSACO942) $(PAGED_HSACO942)
 
-# Checked every time (cheap), installed only when something is missing from *this* Python.
+# Checked every time (cheap), installed only when something is missing from *this* Python. The sm_90a
+# toolkit (nvcc from PyPI) is installed by build.py itself, and only where no nvcc is on PATH.
 install:
 	@$(PYTHON) -c "import importlib.metadata as m; m.version('rawindexer'); import ziglang, pytest" 2>/dev/null \
-	  || $(PYTHON) -m pip install -q -e ".[test]"
+	  || $(PYTHON) -m pip install -q -e ".[build,test]"
 
 # Test-only extras: torch/JAX CPU builds for the DLPack tests, Triton for independent gfx950 code.
 install-test: install
-	@$(PYTHON) -c "import torch, jax, triton" 2>/dev/null || $(PYTHON) -m pip install -q -e ".[test,interop]"
+	@$(PYTHON) -c "import torch, jax, triton, hip" 2>/dev/null || $(PYTHON) -m pip install -q -e ".[test,interop]"
 
+# gfx950: hipcc where ROCm is installed, else clang from the pinned ziglang package.
 $(HSACO): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | install
-	$(PYTHON) build.py --out $(BUILD)
+	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS)
+
+# sm_90a: nvcc on PATH, else the pinned NVIDIA PyPI toolkit (RAWINDEXER_FORCE_PYPI_NVCC=1 forces it).
+# Waits for the gfx950 rule (order-only) because both merge their target into manifest.json.
+$(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
+	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --target sm_90a
+
+# fp8_paged_mqa_logits (decode): its own code objects, merged into the manifest after the prefill ones.
+$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(CUBIN)
+	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --op fp8_paged_mqa_logits
+
+$(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
+	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --op fp8_paged_mqa_logits --target sm_90a
+
+# gfx942 (MI300X / MI325X): the same sources through kernels/target.h, after the others (order-only: all
+# merge into manifest.json).
+$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(PAGED_CUBIN)
+	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --target gfx942
+
+$(PAGED_HSACO942): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO942)
+	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --op fp8_paged_mqa_logits --target gfx942
 
 test: all install-test
 	$(PYTHON) -m pytest -q -m "not gpu" tests
@@ -28,46 +58,15 @@ test: all install-test
 test-fast: all install-test
 	$(PYTHON) -m pytest -q -m "not gpu and not slow" tests
 
+# One pure-Python wheel (the kernels are data, not extension modules). setuptools stages the wheel
+# under build/ too: cleared first so a removed file cannot linger in the next wheel.
+wheel: all
+	rm -rf $(BUILD)/lib $(BUILD)/bdist.* $(DIST)/rawindexer-*.whl
+	$(PYTHON) -m pip wheel -q --no-deps -w $(DIST) .
+	@ls $(DIST)/rawindexer-*-py3-none-any.whl
+
 clean:
-	rm -rf $(BUILD)
-
-# ---- sm_90a (Hopper) CUDA twin ------------------------------------------------------------------------
-# Built only where nvcc is on PATH; without it `make` builds gfx950 alone and still succeeds. The cubin
-# waits for the gfx950 rule (order-only) because both merge their target into build/manifest.json.
-NVCC  := $(shell command -v nvcc 2>/dev/null)
-CUBIN := $(BUILD)/fp8_mqa_logits.sm90a.cubin
-ifneq ($(NVCC),)
-all: $(CUBIN)
-endif
-
-$(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
-	$(PYTHON) build.py --out $(BUILD) --target sm_90a
-
-# ---- fp8_paged_mqa_logits (decode): its own code object, merged into the manifest after the prefill one --
-PAGED_HSACO := $(BUILD)/fp8_paged_mqa_logits.gfx950.hsaco
-all: $(PAGED_HSACO)
-
-$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO)
-	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits
-
-PAGED_CUBIN := $(BUILD)/fp8_paged_mqa_logits.sm90a.cubin
-ifneq ($(NVCC),)
-all: $(PAGED_CUBIN)
-endif
-
-$(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
-	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits --target sm_90a
-
-# ---- gfx942 (MI300X / MI325X): the same source; waits for the gfx950 code objects (order-only) since all merge
-# into manifest.json
-$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(HSACO) $(PAGED_HSACO)
-	$(PYTHON) build.py --out $(BUILD) --target gfx942
-
-PAGED_HSACO942 := $(BUILD)/fp8_paged_mqa_logits.gfx942.hsaco
-all: $(PAGED_HSACO942)
-
-$(PAGED_HSACO942): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO942)
-	$(PYTHON) build.py --out $(BUILD) --op fp8_paged_mqa_logits --target gfx942
+	rm -rf $(BUILD) $(KERNELS) $(DIST)
 
 # ---- hip stand-in (tests only) ---------------------------------------------------------------------------
 # A C stand-in for libamdhip64.so that runs launches on the gfx950 emulator, so the real hip-python wheel

@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""Build the gfx950 and gfx942 code objects of fp8_mqa_logits and their manifest.
+"""Build the kernels of rawindexer (gfx950 and gfx942 code objects, sm_90a cubin) and their manifest.
 
-    python build.py [--out build] [--target gfx950|gfx942|sm_90a]
+    python build.py [--target gfx950|gfx942|sm_90a] [--out build] [--kernels rawindexer/_kernels]
 
-Toolchain: ``hipcc`` when it is on PATH (a ROCm machine); otherwise clang 22 from the pinned
-``ziglang`` PyPI package, which carries the AMDGPU backend and lld. Same source, same flags.
-Outputs under ``build/``:
+What the package loads goes into ``--kernels`` (package data, shipped in the wheel; default
+``rawindexer/_kernels``); intermediate files go into ``--out`` (default ``build/``, never needed at
+run time):
 
-* ``fp8_mqa_logits.gfx950.hsaco`` -- the code object, one symbol per variant
-* ``fp8_mqa_logits.gfx950.s``     -- the assembly of that same compile (-save-temps)
-* ``fp8_mqa_logits.gfx942.hsaco`` / ``.s`` -- the same source for gfx942 (MI300X / MI325X): the seed
-  design, each instance twice (e4m3fnuz inputs, and e4m3fn inputs read in place: symbol suffix _fn);
-  what differs by target is in kernels/target.h
-* ``manifest.json``               -- per symbol: template parameters, kernarg layout, launch bounds
-  and the resources read back from the code object's own metadata.
+* kernels: ``fp8_mqa_logits.gfx950.hsaco`` (one symbol per variant), ``fp8_mqa_logits.gfx942.hsaco`` (the
+  same source for MI300X / MI325X through kernels/target.h: the seed design, each instance for e4m3fnuz
+  inputs and for e4m3fn inputs read in place, symbol suffix _fn), ``fp8_mqa_logits.sm90a.cubin``,
+  ``manifest.json`` (per symbol: template parameters, kernarg layout, launch bounds and the resources
+  read back from the binary itself; per target: the toolchain that built it)
+* build/: ``fp8_mqa_logits.gfx950.s`` (the assembly of that same compile, -save-temps; the static
+  profile and tests read it), ``fp8_mqa_logits.sm90a.ptxas.txt`` (the -Xptxas -v report), the lld shim.
 
-The Makefile calls this only when the kernel source or this file changed.
+Toolchains, all from PyPI on a CPU-only machine:
+* gfx950: ``hipcc`` when it is on PATH (a ROCm machine); otherwise clang 22 from the pinned ``ziglang``
+  package, which carries the AMDGPU backend and lld. Same source, same flags.
+* sm_90a: ``nvcc`` when it is on PATH; otherwise the pinned NVIDIA PyPI wheels (``CUDA_PYPI_PINS``:
+  nvcc + cudafe++ + ptxas, cicc, the crt and runtime headers), installed into this Python when missing.
+  ``RAWINDEXER_FORCE_PYPI_NVCC=1`` takes the PyPI toolkit even where nvcc is on PATH (to test it);
+  the host compiler nvcc preprocesses with (gcc/g++) must be on PATH either way.
+
+The Makefile calls this only when a kernel source or this file changed.
 """
 from __future__ import annotations
 
@@ -163,6 +171,8 @@ def compile_hip(source: Path, out: Path, defines: list[str] = (), asm: Path | No
     """Compile one HIP source to a code object ``out`` for ``arch`` (and its assembly ``asm``)."""
     cc, env = toolchain()
     out.parent.mkdir(parents=True, exist_ok=True)
+    if asm is not None:
+        asm.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rawindexer-build-") as tmp:
         cmd = [*cc, *hip_flags(arch), *extra_flags, *[f"-D{d}" for d in defines],
                f"-save-temps={'obj'}", "-o", str(Path(tmp) / out.name), str(source)]
@@ -206,14 +216,15 @@ def manifest_entry(variant: Variant, kernel) -> dict:
     }
 
 
-def build(out_dir: Path, variants: list[Variant] | None = None, arch: str = ARCH) -> Path:
-    """Compile ``variants`` (default: the target's list in GFX_TARGETS) for ``arch`` into one code object
-    and merge its manifest target."""
-    sys.path.insert(0, str(ROOT))
+def build(out_dir: Path, variants: list[Variant] | None = None, kernel_dir: Path | None = None,
+          arch: str = ARCH) -> Path:
+    """Compile ``variants`` (default: the target's list in GFX_TARGETS) for ``arch``: code object + manifest
+    into ``kernel_dir`` (default: ``out_dir``), the assembly into ``out_dir``. Returns the manifest's path."""
     from rawindexer.codeobject import CodeObject
 
     variants = GFX_TARGETS[arch] if variants is None else variants
-    hsaco = out_dir / f"fp8_mqa_logits.{arch}.hsaco"
+    kernel_dir = kernel_dir or out_dir
+    hsaco = kernel_dir / f"fp8_mqa_logits.{arch}.hsaco"
     asm = out_dir / f"fp8_mqa_logits.{arch}.s"
 
     def table(path: str, fn: bool = False) -> str:
@@ -228,16 +239,17 @@ def build(out_dir: Path, variants: list[Variant] | None = None, arch: str = ARCH
     co = CodeObject(hsaco.read_bytes())
     target = {
         "code_object": hsaco.name,
-        "assembly": asm.name,
+        "assembly": asm.name,  # an intermediate: in build/ of the checkout that built it, not shipped
         "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN,
         "flags": hip_flags(arch),
         "kernels": {v.symbol: manifest_entry(v, co.kernels[v.symbol]) for v in variants},
     }
-    return write_manifest(out_dir, arch, target)
+    return write_manifest(kernel_dir, arch, target)
 
 
 def write_manifest(out_dir: Path, arch: str, target: dict) -> Path:
-    """Merge one target's entry into build/manifest.json: {"targets": {arch: {...}}}."""
+    """Merge one target's entry into ``out_dir``/manifest.json: {"targets": {arch: {...}}}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "manifest.json"
     manifest = json.loads(path.read_text()) if path.exists() else {}
     manifest.setdefault("targets", {})[arch] = target
@@ -247,9 +259,9 @@ def write_manifest(out_dir: Path, arch: str, target: dict) -> Path:
 
 # ===================================================================================================
 # sm_90a (Hopper) -- the CUDA twin, kernels/fp8_mqa_logits_sm90.cu. Separate from the gfx950 code above:
-# built by `python build.py --target sm_90a` (the Makefile does so only when nvcc is on PATH).
-# Outputs: build/fp8_mqa_logits.sm90a.cubin, build/fp8_mqa_logits.sm90a.ptxas.txt (the -Xptxas -v
-# report) and the manifest's "sm_90a" target. Kernarg offsets and sizes are read back from the cubin's
+# built by `python build.py --target sm_90a` (the Makefile always does: nvcc from PATH or from PyPI).
+# Outputs: <kernels>/fp8_mqa_logits.sm90a.cubin, the manifest's "sm_90a" target, and
+# build/fp8_mqa_logits.sm90a.ptxas.txt (the -Xptxas -v report). Kernarg offsets and sizes are read back from the cubin's
 # .nv.info (EIATTR_KPARAM_INFO), registers / spills / stack / shared memory from ptxas -v.
 # ===================================================================================================
 SM90_ARCH = "sm_90a"
@@ -283,8 +295,87 @@ SM90_VARIANTS: list[Sm90Variant] = [
 ] + [Sm90Variant(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
 
 
-def nvcc_path() -> str | None:
-    return shutil.which("nvcc")
+# ---------------------------------------------------------------------------------------------------
+# sm_90a toolchain: nvcc on PATH, else NVIDIA's PyPI wheels
+# ---------------------------------------------------------------------------------------------------
+#: 13.0.88 is the toolkit of the H200 this project measures on (driver: CUDA 13.0), so a cubin built
+#: from these wheels needs no newer driver than that and is byte-identical to that toolkit's build
+#: (checked on this machine against /usr/local/bin/nvcc 13.0.88). Download ~101 MB (nvcc 37 MB, nvvm
+#: 62 MB, runtime 2.2 MB, crt 0.1 MB), ~253 MB installed. Keep pyproject.toml's `build` extra equal.
+CUDA_PYPI_VERSION = "13.0.88"
+CUDA_PYPI_PINS = [f"{name}=={CUDA_PYPI_VERSION}" for name in
+                  ("nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime")]
+FORCE_PYPI_NVCC_ENV = "RAWINDEXER_FORCE_PYPI_NVCC"
+#: where the wheels put the toolkit, relative to site-packages: bin/nvcc, nvvm/bin/cicc, include/
+CUDA_PYPI_SUBDIR = Path("nvidia") / "cu13"
+
+
+@dataclass(frozen=True)
+class CudaToolchain:
+    """How to run nvcc: the executable, extra flags (include dirs the wheel layout needs) and where it
+    came from ("PATH" or "PyPI"), for the manifest."""
+
+    nvcc: str
+    extra_flags: tuple[str, ...]
+    origin: str
+
+
+def pypi_cuda_root(search_paths: list[str] | None = None) -> Path | None:
+    """The toolkit folder the NVIDIA wheels installed (``site-packages/nvidia/cu13``) if it holds nvcc."""
+    for base in search_paths if search_paths is not None else sys.path:
+        root = Path(base or ".") / CUDA_PYPI_SUBDIR
+        if (root / "bin" / "nvcc").is_file():
+            return root
+    return None
+
+
+def select_cuda_toolchain(path_nvcc: str | None, pypi_root: Path | None, force_pypi: bool) -> CudaToolchain | None:
+    """The choice alone (no side effects): nvcc on PATH wins unless ``force_pypi``; otherwise the PyPI
+    toolkit when installed; None means "install the PyPI pins, then ask again"."""
+    if path_nvcc and not force_pypi:
+        return CudaToolchain(path_nvcc, (), "PATH")
+    if pypi_root is not None:
+        # nvcc.profile looks for headers under targets/<arch>/include, which the wheels do not have
+        return CudaToolchain(str(pypi_root / "bin" / "nvcc"), (f"-I{pypi_root / 'include'}",), "PyPI")
+    return None
+
+
+def _pypi_pins_installed() -> bool:
+    from importlib import metadata
+
+    try:
+        return all(metadata.version(pin.split("==")[0]) == pin.split("==")[1] for pin in CUDA_PYPI_PINS)
+    except metadata.PackageNotFoundError:
+        return False
+
+
+def cuda_toolchain() -> CudaToolchain:
+    """nvcc from PATH, else the pinned PyPI toolkit (installed into this Python when missing or at
+    another version)."""
+    force = os.environ.get(FORCE_PYPI_NVCC_ENV, "") not in ("", "0")
+    path_nvcc = shutil.which("nvcc")
+    chosen = select_cuda_toolchain(path_nvcc, pypi_cuda_root() if _pypi_pins_installed() else None, force)
+    if chosen is None:
+        print(f"nvcc {'ignored (' + FORCE_PYPI_NVCC_ENV + ')' if path_nvcc else 'not on PATH'}: installing "
+              f"{' '.join(CUDA_PYPI_PINS)} into {sys.executable}", file=sys.stderr)
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *CUDA_PYPI_PINS])
+        import importlib
+        importlib.invalidate_caches()
+        chosen = select_cuda_toolchain(path_nvcc, pypi_cuda_root(), force)
+        if chosen is None:
+            raise RuntimeError(f"installed {CUDA_PYPI_PINS} but found no {CUDA_PYPI_SUBDIR}/bin/nvcc on sys.path")
+    return chosen
+
+
+def nvcc_release(nvcc: str) -> str:
+    """The toolkit version, e.g. "13.0.88", from `nvcc --version` ("... release 13.0, V13.0.88")."""
+    import re
+
+    text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"release [\d.]+, V([\d.]+)", text)
+    if not m:
+        raise RuntimeError(f"{nvcc} --version: no release line in {text!r}")
+    return m.group(1)
 
 
 def parse_ptxas_report(text: str) -> dict[str, dict]:
@@ -358,20 +449,25 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
     return result
 
 
-def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS) -> Path:
-    """Compile every sm_90a variant into one cubin and merge its manifest target."""
-    nvcc = nvcc_path()
-    if nvcc is None:
-        raise RuntimeError("nvcc not found on PATH: the sm_90a target needs the CUDA toolkit (nvcc >= 12.4)")
+def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kernel_dir: Path | None = None,
+               tools: CudaToolchain | None = None) -> Path:
+    """Compile every sm_90a variant into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
+    its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path."""
+    tools = tools or cuda_toolchain()
+    if shutil.which("g++") is None:  # ziglang's clang++ is no substitute: CUDA's headers reject its libc++
+        raise RuntimeError("nvcc needs a host C++ compiler on PATH for its preprocessing: install g++ "
+                           "(e.g. apt-get install g++)")
+    kernel_dir = kernel_dir or out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
-    cubin = out_dir / SM90_CUBIN
+    kernel_dir.mkdir(parents=True, exist_ok=True)
+    cubin = kernel_dir / SM90_CUBIN
     table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.impl})" for v in variants)
     with tempfile.TemporaryDirectory(prefix="rawindexer-sm90-") as tmp:
         # nvcc splits -D values on commas, so the variant list travels in a one-line wrapper source.
         wrapper = Path(tmp) / "fp8_mqa_logits_sm90_variants.cu"
         wrapper.write_text(f"#define VARIANTS(X) {table}\n#include \"{SM90_SOURCE}\"\n")
         tmp_cubin = Path(tmp) / SM90_CUBIN
-        proc = subprocess.run([nvcc, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
+        proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
                               capture_output=True, text=True)
         report = proc.stdout + proc.stderr
         if proc.returncode != 0:
@@ -380,7 +476,7 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS) -> Pa
     (out_dir / "fp8_mqa_logits.sm90a.ptxas.txt").write_text(report)
     resources = parse_ptxas_report(report)
     params = cubin_kernel_params(cubin.read_bytes())
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    release = nvcc_release(tools.nvcc)
 
     kernels = {}
     for v in variants:
@@ -398,15 +494,21 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS) -> Pa
             "warp_size": 32,
             "resources": resources[v.symbol],
         }
-    target = {"code_object": cubin.name, "ptxas_report": "fp8_mqa_logits.sm90a.ptxas.txt",
-              "toolchain": version, "flags": SM90_FLAGS, "kernels": kernels}
-    return write_manifest(out_dir, SM90_ARCH, target)
+    origin = "PyPI nvidia-cuda-nvcc" if tools.origin == "PyPI" else tools.nvcc
+    target = {"code_object": cubin.name,
+              "ptxas_report": "fp8_mqa_logits.sm90a.ptxas.txt",  # an intermediate, in build/
+              "toolchain": f"nvcc {release} ({origin})",
+              # a cubin runs on drivers of the same CUDA major at or above this (minor-version compatibility)
+              "cuda_version": ".".join(release.split(".")[:2]),
+              "flags": SM90_FLAGS, "kernels": kernels}
+    return write_manifest(kernel_dir, SM90_ARCH, target)
 
 
-def main_sm90(out_dir: Path) -> None:
-    path = build_sm90(out_dir)
-    kernels = json.loads(path.read_text())["targets"][SM90_ARCH]["kernels"]
-    print(f"built {len(kernels)} sm_90a kernels -> {path.parent}")
+def main_sm90(out_dir: Path, kernel_dir: Path) -> None:
+    path = build_sm90(out_dir, kernel_dir=kernel_dir)
+    target = json.loads(path.read_text())["targets"][SM90_ARCH]
+    kernels = target["kernels"]
+    print(f"built {len(kernels)} sm_90a kernels with {target['toolchain']} -> {path.parent}")
     for name, k in kernels.items():
         r = k["resources"]
         print(f"  {name:40s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
@@ -427,14 +529,15 @@ def write_op_manifest(out_dir: Path, op: str, arch: str, target: dict) -> Path:
     return path
 
 
-def build_paged_gfx950(out_dir: Path, arch: str = ARCH) -> Path:
+def build_paged_gfx950(out_dir: Path, kernel_dir: Path, arch: str = ARCH) -> Path:
     """The paged kernel for a gfx target (gfx950, gfx942): every instance of each of the target's variants."""
     sys.path.insert(0, str(ROOT))
     from rawindexer import paged_kernels as pk
     from rawindexer.codeobject import CodeObject
 
     spec = pk.TARGETS[arch]
-    hsaco = out_dir / spec.code_object
+    kernel_dir.mkdir(parents=True, exist_ok=True)
+    hsaco = kernel_dir / spec.code_object
     asm = out_dir / (Path(spec.code_object).stem + ".s")
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
     defines = [f"{spec.instance_macro}(X)={table}"]
@@ -468,20 +571,19 @@ def build_paged_gfx950(out_dir: Path, arch: str = ARCH) -> Path:
     target = {"code_object": hsaco.name, "assembly": asm.name, "design": spec.design,
               "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN, "flags": hip_flags(arch),
               "kernels": kernels}
-    return write_op_manifest(out_dir, pk.OP, arch, target)
+    return write_op_manifest(kernel_dir, pk.OP, arch, target)
 
 
-def build_paged_sm90(out_dir: Path) -> Path:
+def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | None = None) -> Path:
     """The sm_90a twin into its own cubin (nvcc), resources from ptxas -v, kernarg layout from .nv.info."""
     sys.path.insert(0, str(ROOT))
     from rawindexer import paged_kernels as pk
 
-    nvcc = nvcc_path()
-    if nvcc is None:
-        raise RuntimeError("nvcc not found on PATH: the sm_90a target needs the CUDA toolkit (nvcc >= 12.4)")
+    tools = tools or cuda_toolchain()
     spec = pk.TARGETS[SM90_ARCH]
     out_dir.mkdir(parents=True, exist_ok=True)
-    cubin = out_dir / spec.code_object
+    kernel_dir.mkdir(parents=True, exist_ok=True)
+    cubin = kernel_dir / spec.code_object
     report_name = Path(spec.code_object).stem + ".ptxas.txt"
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
     with tempfile.TemporaryDirectory(prefix="rawindexer-paged-sm90-") as tmp:
@@ -489,7 +591,8 @@ def build_paged_sm90(out_dir: Path) -> Path:
         wrapper = Path(tmp) / "paged_instances.cu"
         wrapper.write_text(f"#define {spec.instance_macro}(X) {table}\n#include \"{spec.source}\"\n")
         tmp_cubin = Path(tmp) / cubin.name
-        proc = subprocess.run([nvcc, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)], capture_output=True, text=True)
+        proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
+                              capture_output=True, text=True)
         report = proc.stdout + proc.stderr
         if proc.returncode != 0:
             raise RuntimeError(f"nvcc failed:\n{report}")
@@ -497,7 +600,7 @@ def build_paged_sm90(out_dir: Path) -> Path:
     (out_dir / report_name).write_text(report)
     resources = parse_ptxas_report(report)
     params = cubin_kernel_params(cubin.read_bytes())
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    version = f"nvcc {nvcc_release(tools.nvcc)}"
     kernels = {}
     for inst, variant in ((i, v) for i in spec.instances for v in spec.variants):
         symbol = spec.symbol(inst, variant)
@@ -514,12 +617,12 @@ def build_paged_sm90(out_dir: Path) -> Path:
         }
     target = {"code_object": cubin.name, "ptxas_report": report_name, "design": spec.design, "toolchain": version,
               "flags": SM90_FLAGS, "kernels": kernels}
-    return write_op_manifest(out_dir, pk.OP, SM90_ARCH, target)
+    return write_op_manifest(kernel_dir, pk.OP, SM90_ARCH, target)
 
 
-def main_paged(out_dir: Path, target: str) -> None:
+def main_paged(out_dir: Path, kernel_dir: Path, target: str) -> None:
     if target == SM90_ARCH:
-        path = build_paged_sm90(out_dir)
+        path = build_paged_sm90(out_dir, kernel_dir)
         kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][SM90_ARCH]["kernels"]
         print(f"built {len(kernels)} sm_90a fp8_paged_mqa_logits kernels -> {path.parent}")
         for name, k in kernels.items():
@@ -527,7 +630,7 @@ def main_paged(out_dir: Path, target: str) -> None:
             print(f"  {name:45s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
                   f"stack={r['stack_frame']}")
         return
-    path = build_paged_gfx950(out_dir, target)
+    path = build_paged_gfx950(out_dir, kernel_dir, target)
     kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][target]["kernels"]
     print(f"built {len(kernels)} {target} fp8_paged_mqa_logits kernels -> {path.parent}")
     for name, k in kernels.items():
@@ -538,15 +641,17 @@ def main_paged(out_dir: Path, target: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=ROOT / "build")
+    parser.add_argument("--out", type=Path, default=ROOT / "build", help="intermediate files (default: build/)")
+    parser.add_argument("--kernels", type=Path, default=ROOT / "rawindexer" / "_kernels",
+                        help="code objects + manifest.json, shipped as package data (default: rawindexer/_kernels)")
     parser.add_argument("--target", choices=[*GFX_TARGETS, SM90_ARCH], default=ARCH)
     parser.add_argument("--op", choices=["fp8_mqa_logits", "fp8_paged_mqa_logits"], default="fp8_mqa_logits")
     args = parser.parse_args()
     if args.op == "fp8_paged_mqa_logits":
-        return main_paged(args.out, args.target)
+        return main_paged(args.out, args.kernels, args.target)
     if args.target == SM90_ARCH:
-        return main_sm90(args.out)
-    path = build(args.out, arch=args.target)
+        return main_sm90(args.out, args.kernels)
+    path = build(args.out, kernel_dir=args.kernels, arch=args.target)
     kernels = json.loads(path.read_text())["targets"][args.target]["kernels"]
     print(f"built {len(kernels)} {args.target} kernels -> {path.parent}")
     for name, k in kernels.items():

@@ -1,3 +1,9 @@
+"""Shared fixtures. The suite tests the *installed* package: `import rawindexer` resolves to whatever pip
+installed (the wheel in a fresh environment in CI, the editable checkout under `make test`). Files of the
+repository that are not part of the package -- build.py, the intermediates `make` leaves in build/ -- are
+located explicitly from REPO, never by putting the repository on sys.path."""
+import importlib.util
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -5,9 +11,39 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # build.py lives at the repo root
+REPO = Path(__file__).resolve().parents[1]
+#: intermediates of `make` (the gfx950 assembly, the ptxas report): static tests read them from the checkout
+BUILD = REPO / "build"
+#: CI sets this to 1: the suite then refuses to run against the source tree instead of the installed wheel
+INSTALLED_ONLY_ENV = "RAWINDEXER_TEST_INSTALLED"
+
+
+def _load_repo_script(name: str) -> None:
+    """Import REPO/<name>.py as module ``name`` (build.py would otherwise also find PyPA's `build`)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_load_repo_script("build")
+
+
+def pytest_report_header(config):
+    import rawindexer
+    from rawindexer.kernel_files import kernel_dir, kernel_source
+
+    return [f"rawindexer {rawindexer.__version__} imported from {Path(rawindexer.__file__).parent}",
+            f"kernels: {kernel_dir()} ({kernel_source()})"]
+
+
+def pytest_sessionstart(session):
+    import rawindexer
+
+    package = Path(rawindexer.__file__).resolve().parent
+    if os.environ.get(INSTALLED_ONLY_ENV) == "1" and REPO in package.parents:
+        raise pytest.UsageError(f"{INSTALLED_ONLY_ENV}=1 but rawindexer was imported from the checkout ({package}): "
+                                "run pytest from outside the repository with the installed package")
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SHAPES = [(1, 1), (1, 113), (17, 76), (61, 1024), (128, 1024), (1024, 1024), (1024, 1560), (64, 2048),
           (64, 8192), (128, 64), (1024, 1000), (4096, 32768), (2048, 65536), (1024, 131072)]
@@ -403,4 +402,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # As a script on the device (no install there): the checkout's package and the kernels `make` put in
+    # it, or those named by $RAWINDEXER_KERNEL_DIR. Under pytest the installed package is tested instead.
+    sys.path.insert(0, str(ROOT))
     sys.exit(main())

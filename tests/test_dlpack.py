@@ -483,8 +483,7 @@ def test_module_import_does_not_import_frameworks():
 
     code = ("import sys, rawindexer.dlpack; "
             "print(sorted(m for m in ('torch', 'jax', 'cupy') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=str(Path(__file__).resolve().parents[1]), check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 

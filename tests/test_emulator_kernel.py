@@ -9,11 +9,10 @@ import pytest
 
 from rawindexer.emulator import Emulator
 from rawindexer.emulator.numerics import E4M3FN
+from rawindexer.kernel_files import kernel_dir
 
-ROOT = Path(__file__).resolve().parents[1]
-HSACO = ROOT / "build" / "fp8_mqa_logits.gfx950.hsaco"
-MANIFEST = ROOT / "build" / "manifest.json"
-pytestmark = pytest.mark.skipif(not HSACO.exists(), reason="run `make` first")
+HSACO = kernel_dir() / "fp8_mqa_logits.gfx950.hsaco"  # the installed package's (or the override's)
+MANIFEST = kernel_dir() / "manifest.json"
 
 
 @pytest.fixture(scope="module")

@@ -477,7 +477,7 @@ def test_no_hip_python(monkeypatch):
     monkeypatch.setitem(sys.modules, "hip", None)  # `from hip import hip` raises ImportError
     backend = HipBackend()
     assert backend.device_count() == 0
-    with pytest.raises(HipUnavailable, match=r"needs hip-python for ROCm 7.x: pip install 'hip-python~=7.2'"):
+    with pytest.raises(HipUnavailable, match=r"needs the hip-python of your ROCm: .*hip-python"):
         backend.compute_units(0)
 
 

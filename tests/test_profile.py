@@ -22,6 +22,6 @@ def test_update_document_refuses_a_document_without_markers(tmp_path):
 
 
 def test_the_shipped_profile_document_has_the_markers():
-    from pathlib import Path
-    text = (Path(profile.__file__).resolve().parents[1] / "docs" / "PROFILE.md").read_text()
+    from conftest import REPO  # a document of the checkout, not of the installed package
+    text = (REPO / "docs" / "PROFILE.md").read_text()
     assert text.count(profile.BEGIN_MARK) == 1 and text.count(profile.END_MARK) == 1

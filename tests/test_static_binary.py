@@ -13,15 +13,15 @@ from rawindexer.codeobject import CodeObject
 from rawindexer.dispatch.base import Pointers, Problem, Tunables
 from rawindexer.dispatch.gfx950 import Gfx950Family
 
-BUILD = Path(build.ROOT) / "build"
+from conftest import BUILD  # the assembly: an intermediate of `make`, in the checkout
+from rawindexer.kernel_files import kernel_dir, manifest_path
+
+KERNELS = kernel_dir()  # code objects + manifest: the installed package's
 
 
 @pytest.fixture(scope="module")
 def manifest():
-    path = BUILD / "manifest.json"
-    if not path.exists():
-        pytest.fail("build/manifest.json missing: run `make` first")
-    return json.loads(path.read_text())["targets"]["gfx950"]
+    return json.loads(manifest_path().read_text())["targets"]["gfx950"]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def functions(manifest):
 
 
 def test_every_declared_variant_is_in_the_code_object(manifest):
-    co = CodeObject((BUILD / manifest["code_object"]).read_bytes())
+    co = CodeObject((KERNELS / manifest["code_object"]).read_bytes())
     assert co.target.endswith("gfx950")
     assert set(manifest["kernels"]) == {v.symbol for v in build.VARIANTS} <= set(co.kernels)
     covered = {(v.heads, v.head_dim) for v in build.VARIANTS}
@@ -54,7 +54,7 @@ def test_kernarg_layout_matches_the_source(manifest):
 
 @pytest.mark.parametrize("heads,head_dim", [(32, 128), (64, 128), (32, 64), (128, 64), (128, 128)])
 def test_default_configuration_runs_two_waves_per_simd(manifest, heads, head_dim):
-    family = Gfx950Family(BUILD)
+    family = Gfx950Family(KERNELS)
     plan = family.plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(), Pointers(*range(1, 8)), 256)
     need = 2 if plan.config["path"] == "seed" else 3
     assert manifest["kernels"][plan.symbol]["resources"]["waves_per_simd"] >= need, plan.symbol
@@ -132,7 +132,7 @@ def test_mfma_reduce_meets_the_levers_at_h32_d128(functions, manifest):
 def test_default_kernel_meets_the_levers_at_every_shape(functions, manifest, heads, head_dim):
     """The kernel the host heuristic picks for each (H, D): the issue's levers, scaled to H/32 head
     groups (VALU and MFMA work per row-token grow with the heads; the targets are per 32 heads)."""
-    plan = Gfx950Family(BUILD).plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(),
+    plan = Gfx950Family(KERNELS).plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(),
                                     Pointers(*range(1, 8)), 256)
     assert plan.config["path"] in ("mr", "mrp"), plan.symbol
     p = manifest["kernels"][plan.symbol]["params"]
@@ -149,6 +149,6 @@ def test_default_kernel_meets_the_levers_at_every_shape(functions, manifest, hea
     assert tp.loads_before_first_mfma == (6 if head_dim == 128 else 4), tp.loads_before_first_mfma
     assert tp.loads_in_flight_at_first_mfma == tp.loads_before_first_mfma, tp.loads_in_flight_at_first_mfma
     # K bytes per output row (K is read once per BLOCK_M rows): no worse than the seed's default here.
-    seed = Gfx950Family(BUILD).plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(variant="seed"),
+    seed = Gfx950Family(KERNELS).plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(variant="seed"),
                                     Pointers(*range(1, 8)), 256)
     assert p["block_m"] >= manifest["kernels"][seed.symbol]["params"]["block_m"], (plan.symbol, seed.symbol)

@@ -24,7 +24,7 @@ def _driver() -> Any:
     except ImportError as exc:  # pragma: no cover - exercised where cuda-bindings is absent
         raise ImportError(
             "the CUDA backend needs cuda-bindings (the driver API): pip install 'rawindexer[cuda]' "
-            "or pip install cuda-bindings"
+            "(cuda-bindings~=13.0, for drivers of CUDA >= 13.0, which the shipped cubin needs)"
         ) from exc
     return driver
 

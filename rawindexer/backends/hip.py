@@ -38,7 +38,9 @@ def _load_hip() -> Any:
     try:
         from hip import hip  # type: ignore
     except ImportError as exc:
-        raise HipUnavailable(f"the hip backend needs hip-python for ROCm 7.x: pip install 'hip-python~=7.2' "
+        from ..runtime_versions import hip_python_advice, rocm_version
+
+        raise HipUnavailable(f"the hip backend needs the hip-python of your ROCm: {hip_python_advice(rocm_version())} "
                              f"(import failed: {exc})") from exc
     try:
         hip.hipGetDeviceCount()  # the first call loads the runtime; its answer is read where it matters

@@ -1,6 +1,7 @@
 """What every kernel family (one per target: gfx950, sm_90a, ...) gives the host side.
 
-A family reads its part of ``build/manifest.json``, says which (heads, head_dim) it serves, and turns
+A family reads its part of the shipped ``manifest.json`` (``rawindexer/_kernels``, or an override: see
+:mod:`rawindexer.kernel_files`), says which (heads, head_dim) it serves, and turns
 a problem plus the caller's tunables into a :class:`LaunchPlan`: kernel symbol, grid, block and packed
 kernarg bytes. Backends execute plans; they never look inside them.
 """
@@ -13,11 +14,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-BUILD_DIR = Path(__file__).resolve().parents[2] / "build"
+from ..kernel_files import KernelNotBuiltError, kernel_dir, manifest_mtime
 
-
-class KernelNotBuiltError(RuntimeError):
-    pass
+#: None = resolve at each use (argument > $RAWINDEXER_KERNEL_DIR > the package's _kernels); the name
+#: is kept because families import it as their default
+BUILD_DIR: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -144,15 +145,15 @@ def _load_manifest(path: str, mtime: float) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def load_target(arch: str, build_dir: Path = BUILD_DIR) -> dict:
-    """The manifest entry of one target; a clear error when `make` has not built it."""
-    path = build_dir / "manifest.json"
-    if not path.exists():
-        raise KernelNotBuiltError(f"{path} not found: run `make` first")
-    manifest = _load_manifest(str(path), path.stat().st_mtime)
+def load_target(arch: str, build_dir: Path | None = BUILD_DIR) -> dict:
+    """The manifest entry of one target from ``build_dir`` (None: the shipped kernels or the
+    override); a :class:`KernelNotBuiltError` saying what to do when it is missing."""
+    path, mtime = manifest_mtime(build_dir)
+    manifest = _load_manifest(path, mtime)
     target = manifest.get("targets", {}).get(arch)
     if target is None:
-        raise KernelNotBuiltError(f"{path} has no {arch!r} target: run `make` (built: {sorted(manifest.get('targets', {}))})")
+        raise KernelNotBuiltError(f"{path} has no {arch!r} target (it has: {sorted(manifest.get('targets', {}))}): "
+                                  "run `make`, which builds every target")
     return target
 
 
@@ -165,7 +166,8 @@ class KernelFamily(ABC):
     #: why other formats are not served (for the error message)
     fp8_format_note: str = "the kernel's MFMA reads e4m3fn; e4m3fnuz is served by the gfx942 kernel"
 
-    def __init__(self, build_dir: Path = BUILD_DIR) -> None:
+    def __init__(self, build_dir: Path | None = BUILD_DIR) -> None:
+        #: where the kernels come from; None = resolved at each use (see rawindexer.kernel_files)
         self.build_dir = build_dir
 
     @property
@@ -173,7 +175,7 @@ class KernelFamily(ABC):
         return load_target(self.arch, self.build_dir)
 
     def code_object(self) -> bytes:
-        return (self.build_dir / self.target["code_object"]).read_bytes()
+        return (kernel_dir(self.build_dir) / self.target["code_object"]).read_bytes()
 
     @abstractmethod
     def is_supported(self, heads: int, head_dim: int) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paged_kernels as pk
+from ..kernel_files import kernel_dir, manifest_mtime
 from .base import BUILD_DIR, KernelNotBuiltError, LaunchPlan, _load_manifest, pack_kernargs
 
 WAVE = 64
@@ -73,21 +74,19 @@ class PagedGfx950Family:
     #: LDS one workgroup may allocate and one CU holds (gfx950: 160 KB)
     lds_per_cu = LDS_PER_CU
 
-    def __init__(self, build_dir: Path = BUILD_DIR) -> None:
+    def __init__(self, build_dir: Path | None = BUILD_DIR) -> None:
         self.build_dir = build_dir
 
     @property
     def target(self) -> dict:
-        path = self.build_dir / "manifest.json"
-        if not path.exists():
-            raise KernelNotBuiltError(f"{path} not found: run `make` first")
-        target = _load_manifest(str(path), path.stat().st_mtime).get("ops", {}).get(pk.OP, {}).get(self.arch)
+        path, mtime = manifest_mtime(self.build_dir)
+        target = _load_manifest(path, mtime).get("ops", {}).get(pk.OP, {}).get(self.arch)
         if target is None:
             raise KernelNotBuiltError(f"{path} has no {pk.OP} {self.arch} kernels: run `make`")
         return target
 
     def code_object(self) -> bytes:
-        return (self.build_dir / self.target["code_object"]).read_bytes()
+        return (kernel_dir(self.build_dir) / self.target["code_object"]).read_bytes()
 
     def variant(self, variant: str | None, fp8_format: str = "e4m3fn") -> str:
         """The design to run: ``variant`` if given (one of the target's), else the one reading ``fp8_format``

@@ -16,18 +16,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ..kernel_files import manifest_path
 from .launcher import Emulator
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 def run(M: int, N: int, H: int, D: int, bm: int, warps: int, split: int, unroll: int = 1,
-        build_dir: Path = ROOT / "build"):
-    """Launch once on random inputs; returns (LaunchStats, wall seconds including setup)."""
+        build_dir: Path | None = None):
+    """Launch once on random inputs; returns (LaunchStats, wall seconds including setup). ``build_dir``:
+    the kernel folder (None: the shipped kernels, see rawindexer.kernel_files)."""
     t0 = time.perf_counter()
-    image = (build_dir / "fp8_mqa_logits.gfx950.hsaco").read_bytes()
+    manifest = manifest_path(build_dir)
+    image = (manifest.parent / "fp8_mqa_logits.gfx950.hsaco").read_bytes()
     sym = f"fp8_mqa_logits_h{H}_d{D}_bm{bm}_u{unroll}"
-    entry = json.loads((build_dir / "manifest.json").read_text())["targets"]["gfx950"]["kernels"][sym]
+    entry = json.loads(manifest.read_text())["targets"]["gfx950"]["kernels"][sym]
     rng = np.random.default_rng(0)
     q = rng.integers(0, 0x7F, size=(M, H, D), dtype=np.uint8)
     k = rng.integers(0, 0x7F, size=(N, D), dtype=np.uint8)
