@@ -7,6 +7,7 @@
 //   mfma_16x16x128_fp8              v_mfma_f32_16x16x128_f8f6f4             4 x v_mfma_f32_16x16x32_fp8_fp8
 //   mfma_16x16x32_bf16              v_mfma_f32_16x16x32_bf16                2 x v_mfma_f32_16x16x16_bf16
 //   permlane32_swap                 v_permlane32_swap_b32                   1 x ds_bpermute_b32 (lane ^ 32)
+//   permlane16_swap                 v_permlane16_swap_b32                   1 x ds_bpermute_b32 (lane ^ 16)
 //   fp8 format the MFMA reads       OCP e4m3fn (bias 7, max 448)            e4m3fnuz (bias 8, max 240)
 //
 // Why the splits are exact: an MFMA pairs item n of lane (i + R*g) of A with item n of lane (j + R*g) of B
@@ -50,6 +51,10 @@ TARGET_DEVICE v4f_t mfma_16x16x32_bf16(v8bf_t a, v8bf_t b, v4f_t c) {
 TARGET_DEVICE v2u_t permlane32_swap(unsigned old, unsigned src) {
   return __builtin_amdgcn_permlane32_swap(old, src, false, false);
 }
+// the same within each 32-lane half: lanes 16-31 (48-63) of `old` with lanes 0-15 (32-47) of `src`
+TARGET_DEVICE v2u_t permlane16_swap(unsigned old, unsigned src) {
+  return __builtin_amdgcn_permlane16_swap(old, src, false, false);
+}
 
 #elif defined(__gfx942__)
 constexpr bool FNUZ = true;  // the fp8 MFMAs read e4m3fnuz
@@ -79,14 +84,17 @@ TARGET_DEVICE v4f_t mfma_16x16x32_bf16(v8bf_t a, v8bf_t b, v4f_t c) {
   return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a1, b1, c, 0, 0, 0);
 }
 // No gfx9 DPP or swizzle crosses the 32-lane halves: one ds_bpermute_b32 (through the LDS crossbar, no
-// LDS memory) fetches lane ^ 32 of the value each half gives away.
-TARGET_DEVICE v2u_t permlane32_swap(unsigned old, unsigned src) {
+// LDS memory) fetches lane ^ SPAN of the value each side gives away.
+template <int SPAN>
+TARGET_DEVICE v2u_t lane_swap(unsigned old, unsigned src) {
   const int lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
-  const bool low = lane < 32;
+  const bool low = (lane & SPAN) == 0;
   const unsigned give = low ? src : old;
-  const unsigned got = (unsigned)__builtin_amdgcn_ds_bpermute(4 * (lane ^ 32), (int)give);
+  const unsigned got = (unsigned)__builtin_amdgcn_ds_bpermute(4 * (lane ^ SPAN), (int)give);
   return (v2u_t){low ? old : got, low ? got : src};
 }
+TARGET_DEVICE v2u_t permlane32_swap(unsigned old, unsigned src) { return lane_swap<32>(old, src); }
+TARGET_DEVICE v2u_t permlane16_swap(unsigned old, unsigned src) { return lane_swap<16>(old, src); }
 
 #else
 #error "kernels/target.h: build for --offload-arch=gfx950 or gfx942"

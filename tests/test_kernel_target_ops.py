@@ -84,6 +84,19 @@ def test_bf16_mfma(rng, arch):
 
 
 @pytest.mark.parametrize("arch", sorted(TARGETS))
+def test_permlane16_swap(rng, arch):
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(128, np.uint32)
+    stats = launch("target_ops", "t_swap16", (1, 1, 1), (64, 1, 1), [a, b, out], writable=[out], readonly=[a, b],
+                   arch=arch)
+    assert stats.per_opcode["v_permlane16_swap_b32_e32" if arch == "gfx950" else "ds_bpermute_b32"] == 1
+    odd = (np.arange(64) & 16) != 0
+    np.testing.assert_array_equal(out[:64], np.where(odd, np.roll(b, 16), a))    # new vdst: odd rows from src
+    np.testing.assert_array_equal(out[64:], np.where(odd, b, np.roll(a, -16)))   # new vsrc: even rows from old
+
+
+@pytest.mark.parametrize("arch", sorted(TARGETS))
 def test_permlane32_swap(rng, arch):
     a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
     b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)

@@ -25,6 +25,13 @@ KERNEL void t_swap(const u32* a, const u32* b, u32* out) {
   out[l] = x;
   out[64 + l] = y;
 }
+KERNEL void t_swap16(const u32* a, const u32* b, u32* out) {
+  const int l = tid();
+  const v2u r = target::permlane16_swap(a[l], b[l]);
+  const u32 x = r.x, y = r.y;
+  out[l] = x;
+  out[64 + l] = y;
+}
 KERNEL void t_fn_fix(const u32* a, u32* out, int n) {
   const int i = bid() * 64 + tid();
   if (i >= n) return;
