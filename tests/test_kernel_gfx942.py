@@ -264,3 +264,19 @@ def test_fnuz_nan_bytes_follow_the_nan_contract(rng):
     np.testing.assert_array_equal(out[m][others].view(np.uint32), want[m][others].view(np.uint32))
     rows = np.arange(M) != m
     np.testing.assert_array_equal(out[rows][:, others].view(np.uint32), clean_out[rows][:, others].view(np.uint32))
+
+
+def test_static_profile_of_gfx942():
+    """The gfx942 table of docs/PROFILE.md comes from this build: the rows it names exist, and the score
+    MFMAs cost 2 passes per row-token at H=32, D=128 (4 x 8-pass 32x32x16 per 64-deep step: LLVM's gfx940
+    model), twice gfx950's."""
+    from conftest import REPO
+    from rawindexer import profile
+
+    begin, end = profile.markers(ARCH)
+    text = (REPO / "docs" / "PROFILE.md").read_text()
+    assert text.count(begin) == 1 and text.count(end) == 1
+    rows = {r["symbol"]: r for r in profile.static_rows(BUILD, profile.gfx942_symbols(), None, ARCH)}
+    assert all(f"| {s} |" in text.split(begin)[1] for s in rows)
+    h32 = [r for r in rows.values() if (r["H"], r["D"]) == (32, 128)]
+    assert h32 and all(abs(r["mfma_passes_per_rt"] - 2.0) < 1e-9 and r["spill"] == 0 for r in h32)

@@ -133,7 +133,7 @@ class Gfx950Family(KernelFamily):
         if tunables.unroll2 is not None:
             unroll2 = tunables.unroll2
         else:
-            unroll2 = path == "seed" and tiles_per_warp >= 8
+            unroll2 = path == "seed" and tiles_per_warp >= 8 and (block_m, 2) in variants
         reverse = tunables.reverse_rows if tunables.reverse_rows is not None else problem.N > 2048
         return {"block_m": block_m, "num_warps": num_warps, "split_n": split_n,
                 "unroll2": bool(unroll2), "reverse_rows": bool(reverse)}
