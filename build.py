@@ -289,10 +289,13 @@ class Sm90Variant:
 # memory and uses BLOCK_M * heads = 256.
 # "wg": f32 CUDA-core head reduce; "wgr": bf16 tensor-core head reduce (docs/PERFORMANCE.md, "Mirror of the
 # gfx950 MFMA head-reduce"). The experiments "wgp", "wgrp", "wgx" are built by bench/exp_sm90.py only.
+# "ws": warp-specialised (docs/PERFORMANCE.md v7): BLOCK_M rows split over two consumer warpgroups, each N = 128.
+# Its 3- and 4-consumer forms ("ws3", "ws4", "ws4n") are built by bench/race_sm90.py --build only.
 SM90_VARIANTS: list[Sm90Variant] = [
     Sm90Variant(h, d, bm, impl) for impl in ("wg", "wgr") for h in (32, 64, 128) for d in (64, 128)
     for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)
-] + [Sm90Variant(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
+] + [Sm90Variant(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)
+] + [Sm90Variant(h, d, 256 // h, "ws") for h in (32, 64, 128) for d in (64, 128)]  # 2 consumers x N = 128
 
 
 # ---------------------------------------------------------------------------------------------------

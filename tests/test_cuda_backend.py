@@ -310,3 +310,26 @@ def test_order_after_makes_the_consumer_stream_wait_on_an_event(fake_driver):
     with pytest.raises(RuntimeError, match="cuStreamWaitEvent"):
         be.order_after(5, 6)
     assert fake_driver.calls[-1][:2] == ("cuEventDestroy", ("event",)), "the event is released on failure too"
+
+
+def test_warp_specialised_plan(sm90_target):
+    """"ws" (docs/PERFORMANCE.md v7): one 384-thread block per SM, two consumers of N = 128 rows each, dynamic
+    shared memory = both consumers' Q + the K ring + the weights, SplitN in whole waves of one block per SM."""
+    from rawindexer.dispatch.sm90 import WS_STAGES, Sm90Family
+
+    build_dir, _ = sm90_target
+    fam = Sm90Family(build_dir, impl="ws")
+    for heads, block_m in ((32, 8), (64, 4), (128, 2)):
+        plan = fam.plan(Problem(4096, 32768, heads, 128, 32768, True), Tunables(), PTRS, 132)
+        assert plan.symbol == f"fp8_mqa_logits_sm90_h{heads}_d128_bm{block_m}_ws"
+        assert plan.block == (384, 1, 1) and plan.config["num_warps"] == 12
+        assert plan.grid[0] == 4096 // block_m
+        assert plan.shared_mem == 2 * 128 * 128 + WS_STAGES * 64 * 128 + 2 * 128 * 4
+        assert int.from_bytes(plan.kernargs[76:80], "little") == 12  # num_warps reaches the kernel
+    # a long chunk fills the card with rows alone; a short one is split, and into about one whole wave
+    assert fam.plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132).grid[1] == 1
+    small = fam.plan(Problem(128, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
+    blocks = small.grid[0] * small.grid[1]
+    assert small.grid[1] > 1 and blocks <= 132 and blocks > 132 // 2
+    with pytest.raises(ValueError, match="num_warps must be 12"):
+        fam.plan(Problem(64, 64, 32, 128, 64, True), Tunables(num_warps=8), PTRS, 132)

@@ -16,6 +16,13 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
   ``ssa`` (cp.async.ca); ``ssx`` / ``ssd`` / ``ssxn`` / ``ssx4`` / ``ssxa`` / ``wfx`` / ``wfd`` are timing-only
   diagnostics (wrong results). Built only by ``bench/exp_sm90.py --set v6``; H200: 1.5x slower than ``wg`` (v6 in
   docs/PERFORMANCE.md), so not the default
+* ``ws`` -- warp-specialised wgmma path (docs/PERFORMANCE.md v7): one block per SM of 3 warpgroups, a producer
+  warp filling a WS_STAGES-deep ring of K tiles with cp.async.bulk + mbarriers, two consumer warpgroups (each half
+  of the block's rows, N = 128) taking turns on the tensor core, the -inf fill on the producer's spare warps;
+  num_warps is always 12 and SplitN is picked for whole waves of one block per SM
+* ``ws3`` / ``ws4`` -- the same with 3 / 4 consumer warpgroups (issue order kept); ``ws4n`` 4 consumers, no order;
+  ``wss`` 4 unordered consumers with both wgmma operands in shared memory, the K ring built by two producer warps
+  with 16-byte cp.async (core-matrix layout); these four are built only by ``bench/race_sm90.py --build``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
 
@@ -36,10 +43,16 @@ MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
 TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "wf": 64, "wa": 64, "wfs": 64, "was": 64,
                "ss": 64, "ssx": 64, "ssd": 64, "ssn": 64, "ssxn": 64, "ss4": 64, "ssx4": 64, "ssa": 64, "ssxa": 64, "wfx": 64, "wfd": 64,
-               "mma": 32}
+               "ws": 64, "ws3": 64, "ws4": 64, "ws4n": 64, "wss": 64, "mma": 32}
 #: v6 SS-form implementations: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
 SS_IMPLS = ("ss", "ssx", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
 SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_experiments.cu (4 for the "ss4" / "ssx4" builds)
+#: warp-specialised impls -> consumer warpgroups per block (block = 1 producer warpgroup + these; rows per
+#: consumer = block_m / consumers); K ring depth (WS_STAGES in the kernel source)
+WS_CONSUMERS = {"ws": 2, "ws3": 3, "ws4": 4, "ws4n": 4, "wss": 4}
+WS_STAGES = 6
+#: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
+WS_SPLIT_OVERHEAD_TILES = 6
 #: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
 DEFAULT_IMPL = "wg"
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
@@ -103,11 +116,19 @@ class Sm90Family(KernelFamily):
                 raise ValueError(f"block_m={t.block_m} not built for heads={p.heads}, head_dim={p.head_dim} "
                                  f"({self.impl}); choose from {sorted(variants)}")
             block_m = t.block_m
+        elif self.impl in WS_CONSUMERS:
+            block_m = min(variants, key=lambda bm: abs(bm // WS_CONSUMERS[self.impl] * p.heads - DEFAULT_N))
         elif self.impl != "mma":
             block_m = min(variants, key=lambda bm: abs(bm * p.heads - DEFAULT_N))
         else:
             block_m = max(variants)
 
+        if self.impl in WS_CONSUMERS:
+            warps = 4 * (1 + WS_CONSUMERS[self.impl])
+            if t.num_warps not in (0, None, warps):
+                raise ValueError(f"num_warps must be {warps} for impl {self.impl!r} (producer + "
+                                 f"{WS_CONSUMERS[self.impl]} consumer warpgroups), got {t.num_warps}")
+            return self._plan_ws(p, t, pointers, compute_units, variants[block_m], block_m)
         if t.num_warps:
             if not 1 <= t.num_warps <= MAX_WARPS or (self.impl != "mma" and t.num_warps % 4):
                 raise ValueError(f"num_warps must be in 1..{MAX_WARPS}"
@@ -157,5 +178,48 @@ class Sm90Family(KernelFamily):
             kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
             shared_mem=shared_mem,
             config={"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
+                    "reverse_rows": reverse, "unroll2": False},
+        )
+
+    def _plan_ws(self, p: Problem, t: Tunables, pointers: Pointers, compute_units: int, symbol: str,
+                 block_m: int) -> LaunchPlan:
+        """Launch plan of the warp-specialised kernels: one block per SM; dynamic smem = Q + K ring + weights."""
+        consumers = WS_CONSUMERS[self.impl]
+        warps = 4 * (1 + consumers)
+        nq = block_m // consumers * p.heads  # wgmma N of one consumer
+        row_blocks = max(1, ceil(p.M / block_m))
+        cus = max(1, compute_units)
+        if t.split_n:
+            if not 1 <= t.split_n <= MAX_GRID_Y:
+                raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
+            split_n = t.split_n
+        else:
+            # One block per SM, so the grid runs in whole waves: minimise waves x (tiles per block + the block's
+            # fixed cost), with N / 64 tiles per unsplit row block, never leaving a stream fewer than
+            # MIN_TILES_PER_STREAM tiles.
+            tiles = ceil(p.N / TILE_TOKENS[self.impl])
+            cap = max(1, min(MAX_GRID_Y, tiles // MIN_TILES_PER_STREAM))
+            cost = {s: ceil(row_blocks * s / cus) * (tiles / s + WS_SPLIT_OVERHEAD_TILES)
+                    for s in range(1, min(cap, 4 * cus) + 1)}
+            split_n = min(cost, key=lambda s: (cost[s], s))
+        reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
+        flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
+        if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
+            flags |= FLAG_VEC4_FILL
+        entry = self.target["kernels"][symbol]
+        values = {
+            "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
+            "cu_seqlen_ks": pointers.cu_seqlen_ks, "cu_seqlen_ke": pointers.cu_seqlen_ke, "out": pointers.out,
+            "out_row_stride": p.out_row_stride, "M": p.M, "N": p.N, "split_n": split_n,
+            "num_warps": warps, "flags": flags,
+        }
+        return LaunchPlan(
+            symbol=symbol,
+            grid=(row_blocks, split_n, 1),
+            block=(32 * warps, 1, 1),
+            kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
+            shared_mem=consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.impl] * p.head_dim
+            + consumers * nq * 4,
+            config={"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": warps,
                     "reverse_rows": reverse, "unroll2": False},
         )
