@@ -280,3 +280,43 @@ def test_static_profile_of_gfx942():
     assert all(f"| {s} |" in text.split(begin)[1] for s in rows)
     h32 = [r for r in rows.values() if (r["H"], r["D"]) == (32, 128)]
     assert h32 and all(abs(r["mfma_passes_per_rt"] - 2.0) < 1e-9 and r["spill"] == 0 for r in h32)
+
+
+def test_hip_path_on_a_gfx942_device(rng):
+    """Through the real hip-python on the HIP stand-in configured as a gfx942 device (304 CUs): launch(...,
+    arch="gfx942") loads the gfx942 code object and gives the emulator backend's bits, for both formats."""
+    pytest.importorskip("hip", reason="hip-python is not installed")
+    from hip_standin import runtime
+
+    from rawindexer.api import reset_caches
+    from rawindexer.backends import get_backend
+
+    runtime.build()
+    standin = runtime.install()
+    hipb = get_backend("hip")
+    M, N, H, D = 5, 70, 32, 128
+    reset_caches("hip")
+    try:
+        with standin.configured(mach=runtime.MACH_GFX942, compute_units=304):
+            for fmt in ("e4m3fnuz", "e4m3fn"):
+                ops = inputs(rng, M, N, H, D, "causal", fmt)
+                want = run(ops, True, fmt)
+                bufs = {n: hipb.alloc(a.nbytes) for n, a in ops.items()}
+                out = hipb.alloc(4 * M * N)
+                try:
+                    for n, a in ops.items():
+                        hipb.copy_from_host(bufs[n].ptr, a)
+                    hipb.copy_from_host(out.ptr, np.full((M, N), np.nan, np.float32))
+                    ptrs = [bufs[n].ptr for n in ("q_fp8", "k_fp8", "kv_scale", "weights", "cu_seqlen_ks",
+                                                  "cu_seqlen_ke")]
+                    rawindexer.launch(*ptrs, out.ptr, M=M, N=N, num_heads=H, head_dim=D, device="hip",
+                                      arch=ARCH, fp8_format=fmt)
+                    hipb.synchronize()
+                    got = np.empty((M, N), np.float32)
+                    hipb.copy_to_host(got, out.ptr)
+                finally:
+                    for b in (*bufs.values(), out):
+                        b.free()
+                assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    finally:
+        reset_caches("hip")
