@@ -68,6 +68,17 @@ wheel: all
 clean:
 	rm -rf $(BUILD) $(KERNELS) $(DIST)
 
+# ---- the C launcher of the CUDA backend's hot path ---------------------------------------------------------
+# One foreign call per launch (rawindexer/backends/csrc/cuda_launch.c); no libcuda link (the driver's entry points
+# are handed over at run time), so it builds anywhere with the ziglang clang and CI tests it against a fake driver.
+# Shipped beside the code objects (x86_64 build: elsewhere the backend falls back to plain ctypes). -mcpu=baseline: the build travels to other hosts.
+LAUNCHER := $(KERNELS)/libri_cuda_launch.so
+all: $(LAUNCHER)
+
+$(LAUNCHER): rawindexer/backends/csrc/cuda_launch.c | install
+	@mkdir -p $(KERNELS)
+	$(PYTHON) -m ziglang cc -shared -fPIC -O2 -mcpu=baseline -Wall -Wextra -o $@ $<
+
 # ---- hip stand-in (tests only) ---------------------------------------------------------------------------
 # A C stand-in for libamdhip64.so that runs launches on the gfx950 emulator, so the real hip-python wheel
 # drives the hip backend in CI (tests/hip_standin/). Built with the ziglang clang; also builds a small

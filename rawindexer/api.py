@@ -15,6 +15,8 @@ through the caller's framework, so a call made while the caller's stream is capt
 from __future__ import annotations
 
 import ctypes
+import functools
+import struct
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -99,8 +101,30 @@ def _read_dlpack(obj: Any, name: str, dl_stream: Any) -> _Read:
 
 #: exact array type -> (framework name, fast reader or None); filled on first sight of a type
 _TYPES: dict[type, tuple[str, Callable | None]] = {}
-#: torch.Tensor once torch arrays have been seen (the all-torch call takes a shorter path)
+#: torch.Tensor once torch arrays have been seen (the all-torch call takes a shorter path), and what that path
+#: allocates outputs with
 _TorchTensor: type | None = None
+_torch_empty: Callable[..., Any] | None = None
+_torch_empty_like: Callable[..., Any] | None = None
+_torch_float32: Any = None
+#: the seven alignments of pointers whose low ALIGNMENT_BITS are zero
+_ALIGNED = (0,) * 7
+
+
+def _torch_key(tensors: tuple, clean: bool, out: Any) -> tuple:
+    """The cache key of an all-torch call: everything validation and the plan depend on, read off the tensors
+    (Indexer.__call__ builds the same tuple inline; a test checks they agree). Inputs enter with is_contiguous()
+    rather than their strides: validation asks exactly that of them (torch's contiguity ignores size-1 dims and
+    empty tensors, as validation's is_compact does: a test checks they agree) and the plan reads no input stride; a
+    miss reads the strides. get_device() is -1 on the CPU and the ordinal on a GPU; which kind of GPU was settled when
+    the key was first validated (a process does not mix CUDA tensors with another GPU kind's). out's requires_grad is
+    in it so a hit never skips that check."""
+    key: list = []
+    for t in tensors:
+        key += (t.shape, t.is_contiguous(), t.dtype, t.get_device())
+    key.append(clean)
+    key.append(None if out is None else (out.shape, out.stride(), out.dtype, out.get_device(), out.requires_grad))
+    return tuple(key)
 
 
 def _classify(cls: type, obj: Any) -> tuple[str, Callable | None]:
@@ -114,7 +138,8 @@ def _classify(cls: type, obj: Any) -> tuple[str, Callable | None]:
             global _TORCH_GPU_TYPE
             _TORCH_GPU_TYPE = dlpack.DL_ROCM if getattr(torch.version, "hip", None) else dlpack.DL_CUDA
             reader = _read_torch if isinstance(obj, torch.Tensor) else None
-            global _TorchTensor
+            global _TorchTensor, _torch_empty, _torch_empty_like, _torch_float32
+            _torch_empty, _torch_empty_like, _torch_float32 = torch.empty, torch.empty_like, torch.float32
             _TorchTensor = torch.Tensor
         elif framework == "cupy":
             import cupy
@@ -141,9 +166,9 @@ def _device_of(obj: Any, name: str) -> tuple[int, int]:
 _torch_raw_stream: Callable[[int], int] | None = None
 
 
-def _torch_stream(device_id: int) -> int:
-    """torch's current stream of ``device_id`` as a raw handle (what torch's own Triton launcher reads:
-    no Stream object is built), falling back to the public API."""
+def _torch_raw_stream_fn() -> Callable[[int], int]:
+    """f(device_id) -> torch's current stream of that device as a raw handle (what torch's own Triton launcher
+    reads: no Stream object is built), falling back to the public API."""
     global _torch_raw_stream
     if _torch_raw_stream is None:
         import torch
@@ -151,7 +176,12 @@ def _torch_stream(device_id: int) -> int:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         _torch_raw_stream = raw if raw is not None else (
             lambda d: int(torch.cuda.current_stream(d).cuda_stream))
-    return _torch_raw_stream(device_id)
+    return _torch_raw_stream
+
+
+def _torch_stream(device_id: int) -> int:
+    """torch's current stream of ``device_id`` as a raw handle."""
+    return _torch_raw_stream_fn()(device_id)
 
 
 def _cupy_stream(device_id: int) -> int:
@@ -260,33 +290,48 @@ class _Device:
 
 
 class _Prepared:
-    """A launch ready to go but for its pointers: template, function, and a kernarg buffer reused by every
-    call (under a lock from writing the pointers to the driver's copy of the buffer)."""
+    """A launch ready to go but for its stream and pointers: the template (for callers who ask what ran) and the
+    backend's bound launch ``go(stream, *seven pointers)`` (kernarg buffer, function, geometry and device bound
+    once; see Backend.bind_launch)."""
 
-    __slots__ = ("template", "function", "kernargs", "lock", "grid", "block", "shared_mem", "write", "offset")
+    __slots__ = ("template", "go")
 
-    def __init__(self, template: LaunchTemplate, function: Any, kernargs: PackedKernargs) -> None:
+    def __init__(self, template: LaunchTemplate, go: Callable[..., None]) -> None:
         self.template = template
-        # write(buffer, offset, *seven pointers): one pack_into when the pointers are consecutive (the manifest's
-        # layout), else the template's general writer
-        self.write, self.offset = template.pointer_writer()
-        self.function = function
-        self.kernargs = kernargs
-        self.lock = threading.Lock()
-        self.grid, self.block, self.shared_mem = template.grid, template.block, template.shared_mem
+        self.go = go
 
 
 class _Shape:
-    """One validated call description: dims, problem, and its prepared launches by pointer alignment."""
+    """One validated call description: dims, problem, and its prepared launches by pointer alignment.
 
-    __slots__ = ("dims", "problem", "device", "prepared", "torch_device")
+    ``aligned`` is the launch for pointers whose low ALIGNMENT_BITS are all zero (what allocators hand out): the
+    hot path reaches it with one OR of the seven pointers instead of a 7-tuple key. ``stream_now()`` gives the
+    caller framework's current stream of this device (torch route), ``out_size`` / ``torch_device`` what an
+    all-torch call allocates its output with, ``host_scales`` whether kv_scale's values are checked per call
+    (emulator: host memory), ``out_like`` a tensor whose empty_like is a new output (torch route)."""
+
+    __slots__ = ("dims", "problem", "device", "prepared", "aligned", "torch_device", "out_size", "out_like",
+                 "stream_now", "host_scales")
 
     def __init__(self, dims: Dims, problem: Problem | None, device: _Device) -> None:
         self.dims = dims
         self.problem = problem  # None when M or N is 0: nothing to launch
         self.device = device
         self.prepared: dict[tuple[int, ...], _Prepared] = {}
-        self.torch_device: Any = None  # where an all-torch call allocates its output
+        self.aligned: _Prepared | None = None
+        self.torch_device: Any = None
+        self.out_size = (dims.M, dims.N)
+        self.out_like: Any = None
+        self.host_scales = device.backend.dlpack_device_type == dlpack.DL_CPU
+        self.stream_now: Callable[[], int] = _no_stream
+
+
+def _no_stream() -> int:
+    return 0
+
+
+class _OtherAlignment(Exception):
+    """Control flow of the torch hot path: pointers off the allocators' alignment take the general launch."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -382,7 +427,9 @@ class Indexer:
                     state = self._devices[device] = _Device(backend, device[1], self._arch(backend))
         return state
 
-    def _shape(self, key: tuple, ops: list[Operand], out: Operand | None, clean: bool, device: _Device) -> _Shape:
+    def _checked(self, ops: list[Operand], out: Operand | None, clean: bool,
+                 device: _Device) -> tuple[Dims, Problem | None]:
+        """The full validation of a new call description (named errors); its dims and problem."""
         dims = validate(*ops, out, self.fp8_format)
         if self.num_heads is not None and dims.heads != self.num_heads:
             raise ValidationError(f"q_fp8: expected num_heads={self.num_heads} (this Indexer's), got "
@@ -399,7 +446,9 @@ class Indexer:
         if dims.M and dims.N:
             stride = out.strides[0] if out is not None and dims.M > 1 else dims.N
             problem = Problem(dims.M, dims.N, dims.heads, dims.head_dim, stride, clean, dims.fp8_format)
-        shape = _Shape(dims, problem, device)
+        return dims, problem
+
+    def _remember(self, key: tuple, shape: _Shape) -> _Shape:
         with self._lock:
             if len(self._shapes) >= MAX_CACHED_SHAPES:
                 self._shapes.clear()
@@ -409,10 +458,18 @@ class Indexer:
     def _prepared(self, shape: _Shape, alignment: tuple[int, ...]) -> _Prepared:
         device = shape.device
         template = device.family.prepare(shape.problem, self.tunables, alignment, device.compute_units)
-        prepared = _Prepared(template, device.function(template.symbol),
-                             device.backend.kernarg_buffer(template.kernargs))
+        backend = device.backend
+        spans_of = None
+        if backend.needs_buffer_spans:
+            dims, stride = shape.dims, shape.problem.out_row_stride
+            spans_of = lambda pointers: _spans(dims, stride, pointers)  # noqa: E731
+        go = backend.bind_launch(device.function(template.symbol), device.device_id, template.grid, template.block,
+                                 template.shared_mem, template.kernargs, template.pointer_offsets, spans_of)
+        prepared = _Prepared(template, go)
         with self._lock:
             shape.prepared[alignment] = prepared
+            if not any(alignment):
+                shape.aligned = prepared
         return prepared
 
     # -- the call -------------------------------------------------------------------------------------
@@ -423,47 +480,70 @@ class Indexer:
         Arguments as :func:`fp8_mqa_logits`. Returns ``out`` (written in place) or a new [M, N] float32
         array of the caller's framework.
         """
-        if clean_logits is not True and clean_logits is not False:
-            clean_logits = as_bool("clean_logits", clean_logits)
+        # The hot path: torch tensors whose description (shapes, strides, dtypes, devices, clean_logits, out's) was
+        # validated before. Everything it reads is in the key, so a hit is a call validated before; anything new
+        # (or any other framework) takes _call_slow, which validates, caches under the same key, and launches.
         T = _TorchTensor
-        if (T is not None and type(q_fp8) is T and type(k_fp8) is T and type(kv_scale) is T and type(weights) is T
-                and type(cu_seqlen_ks) is T and type(cu_seqlen_ke) is T and (out is None or type(out) is T)):
-            return self._call_torch(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out,
-                                    stream)
-        return self._call_any(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, stream)
+        if (type(q_fp8) is T and type(k_fp8) is T and type(kv_scale) is T and type(weights) is T
+                and type(cu_seqlen_ks) is T and type(cu_seqlen_ke) is T
+                and (clean_logits is True or clean_logits is False)):
+            if out is None:
+                out_key = None
+            elif type(out) is T:
+                out_key = (out.shape, out.stride(), out.dtype, out.get_device(), out.requires_grad)
+            else:
+                out_key = False  # never a key of the torch route: falls through
+            shape = self._shapes.get((
+                q_fp8.shape, q_fp8.is_contiguous(), q_fp8.dtype, q_fp8.get_device(),
+                k_fp8.shape, k_fp8.is_contiguous(), k_fp8.dtype, k_fp8.get_device(),
+                kv_scale.shape, kv_scale.is_contiguous(), kv_scale.dtype, kv_scale.get_device(),
+                weights.shape, weights.is_contiguous(), weights.dtype, weights.get_device(),
+                cu_seqlen_ks.shape, cu_seqlen_ks.is_contiguous(), cu_seqlen_ks.dtype, cu_seqlen_ks.get_device(),
+                cu_seqlen_ke.shape, cu_seqlen_ke.is_contiguous(), cu_seqlen_ke.dtype, cu_seqlen_ke.get_device(),
+                clean_logits, out_key))
+            if shape is not None and not shape.host_scales:
+                if stream is None:
+                    stream = shape.stream_now()
+                if out is None:
+                    out = _torch_empty_like(shape.out_like)
+                if shape.problem is not None:
+                    p0, p1, p2, p3 = q_fp8.data_ptr(), k_fp8.data_ptr(), kv_scale.data_ptr(), weights.data_ptr()
+                    p4, p5, p6 = cu_seqlen_ks.data_ptr(), cu_seqlen_ke.data_ptr(), out.data_ptr()
+                    try:
+                        if (p0 | p1 | p2 | p3 | p4 | p5 | p6) & ALIGNMENT_BITS:
+                            raise _OtherAlignment
+                        (shape.aligned or self._prepared(shape, _ALIGNED)).go(stream, p0, p1, p2, p3, p4, p5, p6)
+                    except (_OtherAlignment, TypeError, OverflowError, struct.error):
+                        # other alignments, or a stream= the launch cannot take: _launch plans / names it
+                        self._launch(shape, (p0, p1, p2, p3, p4, p5, p6), stream)
+                return out
+        return self._call_slow(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, stream)
 
-    def _call_torch(self, q: Any, k: Any, kv: Any, w: Any, ks: Any, ke: Any, clean: bool, out: Any,
-                    stream: int | None) -> Any:
-        """All arrays torch tensors: the key is read straight off the tensors (shape, strides, dtype, device),
-        no capsule, no per-array tuple building beyond the key itself."""
-        if out is not None and out.requires_grad:
-            raise ValidationError("out: expected a tensor that does not require grad (the kernel writes it in "
-                                  "place, outside autograd), got requires_grad=True")
-        # get_device() is -1 on the CPU and the ordinal on a GPU; which kind of GPU was settled when this key was
-        # first validated (a process does not mix CUDA tensors with another GPU kind's).
-        key = (q.shape, q.stride(), q.dtype, q.get_device(), k.shape, k.stride(), k.dtype, k.get_device(),
-               kv.shape, kv.stride(), kv.dtype, kv.get_device(), w.shape, w.stride(), w.dtype, w.get_device(),
-               ks.shape, ks.stride(), ks.dtype, ks.get_device(), ke.shape, ke.stride(), ke.dtype, ke.get_device(),
-               clean, None if out is None else (out.shape, out.stride(), out.dtype, out.get_device()))
-        shape = self._shapes.get(key)
-        if shape is None:
-            shape = self._torch_shape(key, (q, k, kv, w, ks, ke), out, clean)
-            if shape is None:  # a device this route does not describe: DLPack decides
-                return self._call_any(q, k, kv, w, ks, ke, clean, out, stream)
-        device = shape.device
-        gpu = device.backend.dlpack_device_type != dlpack.DL_CPU
-        if stream is None:
-            stream = _torch_stream(device.device_id) if gpu else 0
-        if not gpu:
-            self._check_host_scales(kv.data_ptr(), shape.dims.N)
-        if out is None:
-            import torch
-
-            out = torch.empty((shape.dims.M, shape.dims.N), dtype=torch.float32, device=shape.torch_device)
-        if shape.problem is not None:
-            self._launch(shape, (q.data_ptr(), k.data_ptr(), kv.data_ptr(), w.data_ptr(), ks.data_ptr(),
-                                 ke.data_ptr(), out.data_ptr()), stream)
-        return out
+    def _call_slow(self, q: Any, k: Any, kv: Any, w: Any, ks: Any, ke: Any, clean: Any, out: Any,
+                   stream: int | None) -> Any:
+        """Everything but a torch cache hit: argument checks, validation of a new description, other frameworks."""
+        if clean is not True and clean is not False:
+            clean = as_bool("clean_logits", clean)
+        T = _TorchTensor
+        arrays = (q, k, kv, w, ks, ke)
+        if T is not None and all(type(a) is T for a in arrays) and (out is None or type(out) is T):
+            if out is not None and out.requires_grad:
+                raise ValidationError("out: expected a tensor that does not require grad (the kernel writes it in "
+                                      "place, outside autograd), got requires_grad=True")
+            key = _torch_key(arrays, clean, out)
+            shape = self._shapes.get(key) or self._torch_shape(key, arrays, out, clean)
+            if shape is not None:
+                if stream is None:
+                    stream = shape.stream_now()
+                if shape.host_scales:
+                    self._check_host_scales(kv.data_ptr(), shape.dims.N)
+                if out is None:
+                    out = _torch_empty(shape.out_size, dtype=_torch_float32, device=shape.torch_device)
+                if shape.problem is not None:
+                    self._launch(shape, tuple(a.data_ptr() for a in (*arrays, out)), stream)
+                return out
+            # a device the torch route does not describe: DLPack decides
+        return self._call_any(q, k, kv, w, ks, ke, clean, out, stream)
 
     def _torch_shape(self, key: tuple, tensors: tuple, out: Any, clean: bool) -> _Shape | None:
         reads = [_read_torch(t, name, None) for t, name in zip(tensors, _ARG_NAMES)]
@@ -473,9 +553,19 @@ class Indexer:
         ops = [Operand(r[0], tuple(r[1][0]), tuple(r[1][1]), r[1][2], r[1][3], r[2]) for r in reads]
         out_op = None if out_read is None else Operand(out_read[0], tuple(out_read[1][0]), tuple(out_read[1][1]),
                                                         out_read[1][2], out_read[1][3], out_read[2])
-        shape = self._shape(key, ops, out_op, clean, self._device(ops[0].device))
+        device = self._device(ops[0].device)
+        shape = _Shape(*self._checked(ops, out_op, clean, device), device)
         shape.torch_device = tensors[0].device
-        return shape
+        # What the hot path allocates new outputs from: empty_like of a broadcast 0-d float32 tensor gives a fresh
+        # contiguous [M, N] tensor on that device through the same allocator as torch.empty (graph capture
+        # included), with no keyword parsing (about 1 us cheaper per call)
+        M, N = shape.out_size
+        proto = _torch_empty((), dtype=_torch_float32, device=shape.torch_device)
+        shape.out_like = proto.expand(M, N) if M and N else _torch_empty((M, N), dtype=_torch_float32,
+                                                                         device=shape.torch_device)
+        if device.backend.dlpack_device_type != dlpack.DL_CPU:
+            shape.stream_now = functools.partial(_torch_raw_stream_fn(), device.device_id)
+        return self._remember(key, shape)
 
     def _call_any(self, q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
                   clean_logits: bool, out: Any, stream: int | None) -> Any:
@@ -526,9 +616,9 @@ class Indexer:
             ops = [Operand(r[0], tuple(r[1][0]), tuple(r[1][1]), r[1][2], r[1][3], r[2]) for r in reads]
             out_op = None if out_read is None else Operand(out_read[0], tuple(out_read[1][0]), tuple(out_read[1][1]),
                                                             out_read[1][2], out_read[1][3], out_read[2])
-            shape = self._shape(key, ops, out_op, clean_logits, state)
+            shape = self._remember(key, _Shape(*self._checked(ops, out_op, clean_logits, state), state))
 
-        if backend.dlpack_device_type == dlpack.DL_CPU:
+        if shape.host_scales:
             self._check_host_scales(reads[2][0], shape.dims.N)
         dims = shape.dims
         result = None
@@ -542,29 +632,26 @@ class Indexer:
         return out if result is None else result()
 
     def _launch(self, shape: _Shape, ptrs: tuple[int, ...], stream: int) -> _Prepared:
-        a = ALIGNMENT_BITS
+        """Launch ``shape`` with these seven pointers on ``stream``; bad pointers or streams raise naming them."""
         try:
-            alignment = (ptrs[0] & a, ptrs[1] & a, ptrs[2] & a, ptrs[3] & a, ptrs[4] & a, ptrs[5] & a, ptrs[6] & a)
-        except TypeError:
+            p0, p1, p2, p3, p4, p5, p6 = ptrs
+            a = ALIGNMENT_BITS
+            if (p0 | p1 | p2 | p3 | p4 | p5 | p6) & a:
+                alignment = (p0 & a, p1 & a, p2 & a, p3 & a, p4 & a, p5 & a, p6 & a)
+                prepared = shape.prepared.get(alignment) or self._prepared(shape, alignment)
+            else:
+                prepared = shape.aligned or self._prepared(shape, _ALIGNED)
+            prepared.go(stream, p0, p1, p2, p3, p4, p5, p6)
+        except (TypeError, ValueError, OverflowError, struct.error):
+            if len(ptrs) != 7:
+                raise ValueError(f"pointers: expected 7 device addresses, got {len(ptrs)}") from None
             _raise_bad_pointer(ptrs)
+            if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)) or not 0 <= stream < 2**64:
+                raise TypeError(f"stream: expected an int stream handle in [0, 2**64), got "
+                                f"{type(stream).__name__} {stream!r}") from None
+            if not all(type(p) is int for p in ptrs) or type(stream) is not int:  # numpy ints: as Python ints
+                return self._launch(shape, tuple(int(p) for p in ptrs), int(stream))
             raise
-        prepared = shape.prepared.get(alignment) or self._prepared(shape, alignment)
-        device = shape.device
-        backend = device.backend
-        spans = _spans(shape.dims, shape.problem.out_row_stride, ptrs) if backend.needs_buffer_spans else ()
-        previous = backend.set_device(device.device_id)
-        try:
-            with prepared.lock:
-                try:
-                    prepared.write(prepared.kernargs.buffer, prepared.offset, *ptrs)
-                except Exception:
-                    _raise_bad_pointer(ptrs)
-                    raise
-                backend.launch_packed(prepared.function, prepared.grid, prepared.block, prepared.kernargs,
-                                      stream, prepared.shared_mem, spans)
-        finally:
-            if previous is not None:
-                backend.restore_device(previous)
         return prepared
 
     @staticmethod
@@ -618,12 +705,7 @@ class Indexer:
             raise ValueError(f"fp8_format: expected {' or '.join(device.family.fp8_formats)} for the "
                              f"{device.family.arch} kernel, got {fmt!r} ({device.family.fp8_format_note})")
         problem = Problem(M, N, self.num_heads, self.head_dim, out_row_stride, clean, fmt) if M and N else None
-        shape = _Shape(Dims(M, N, self.num_heads, self.head_dim, fmt), problem, device)
-        with self._lock:
-            if len(self._shapes) >= MAX_CACHED_SHAPES:
-                self._shapes.clear()
-            self._shapes[key] = shape
-        return shape
+        return self._remember(key, _Shape(Dims(M, N, self.num_heads, self.head_dim, fmt), problem, device))
 
 
 def _raise_bad_pointer(ptrs: tuple[int, ...]) -> None:
@@ -738,5 +820,18 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
                           block_m=block_m, split_n=split_n, num_warps=num_warps, unroll2=unroll2,
                           reverse_rows=reverse_rows, variant=variant, arch=arch, fp8_format=fp8_format)
         _RAW[key] = indexer
+    # The hot path: a description launch_pointers validated before, pointers of the allocators' alignment. Anything
+    # else (a new description, other alignments, a bad pointer or stream) goes through launch_pointers, which
+    # validates, plans and names what is wrong.
+    shape = indexer._shapes.get(("raw", M, N, out_row_stride, clean_logits, device_id))
+    if shape is not None and shape.aligned is not None and (clean_logits is True or clean_logits is False):
+        try:
+            if not (q_ptr | k_ptr | kv_scale_ptr | weights_ptr | cu_seqlen_ks_ptr | cu_seqlen_ke_ptr
+                    | out_ptr) & ALIGNMENT_BITS:
+                shape.aligned.go(stream, q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
+                                 out_ptr)
+                return shape.aligned.template
+        except (TypeError, OverflowError, struct.error):
+            pass  # launch_pointers below raises the error that names the argument
     return indexer.launch_pointers((q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
                                     out_ptr), M, N, out_row_stride, clean_logits, stream, device_id)

@@ -512,8 +512,12 @@ def host_cost_table(reps: int = 200, rounds: int = 15) -> str:
         entries.append(("fp8_mqa_logits(JAX arrays) -> new output", lambda: rawindexer.fp8_mqa_logits(*j)))
     except Exception as exc:  # noqa: BLE001
         log(f"JAX row skipped: {type(exc).__name__}: {exc}")
+    from rawindexer.backends import get_backend
+
+    driver = get_backend("cuda")._raw  # (not "raw": the launch_pointers row's lambda reads that name)
+    route = "cuda-bindings" if driver is None else "ctypes" if driver.shim is None else "C launcher"
     lines = [f"host µs per call at ({M}, {N}) H={H} causal, clean_logits (GPU queue non-empty; median of {rounds} "
-             f"rounds of {reps} calls)", "entry point\thost µs/call"]
+             f"rounds of {reps} calls; per-call CUDA route: {route})", "entry point\thost µs/call"]
     for name, fn in entries:
         try:
             lines.append(f"{name}\t{_host_us(fn, reps, rounds, True):.2f}")

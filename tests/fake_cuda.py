@@ -52,6 +52,8 @@ class FakeDriver(types.ModuleType):
         self.count = count
         self._tls = threading.local()
         self._lock = threading.Lock()
+        self.by_handle: dict[int, tuple] = {}
+        self._c_entry_points = None
 
     # -- bookkeeping ----------------------------------------------------------------------------------
     @property
@@ -84,7 +86,10 @@ class FakeDriver(types.ModuleType):
         return self._rec("cuCtxSetCurrent", int(c or 0))
 
     def cuModuleLoadData(self, image): return self._rec("cuModuleLoadData", image, value=("module", self.current))
-    def cuModuleGetFunction(self, m, name): return self._rec("cuModuleGetFunction", m, name, value=("fn", m[1], name))
+    def cuModuleGetFunction(self, m, name):
+        fn = ("fn", m[1], name)
+        self.by_handle[id(fn)] = fn  # the raw routes hand over id(fn) (what _handle gives a handle without int())
+        return self._rec("cuModuleGetFunction", m, name, value=fn)
     def cuFuncSetAttribute(self, f, attr, value): return self._rec("cuFuncSetAttribute", f, attr, value)
     def cuStreamSynchronize(self, s): return self._rec("cuStreamSynchronize", int(s))
     def cuMemAlloc(self, n): return self._rec("cuMemAlloc", n, value=self.CUdeviceptr(0x1000))
@@ -123,6 +128,48 @@ class FakeDriver(types.ModuleType):
             err = self.CUresult.CUDA_ERROR_INVALID_HANDLE  # a stream of another device
         return self._rec("cuLaunchKernel", f, (gx, gy, gz), (bx, by, bz), shared, stream, params,
                          (arr[0], arr[2], arr[4] or 0), payload, err=err)
+
+
+    # -- the per-call entry points as C function pointers ----------------------------------------------------
+    def c_library(self) -> types.SimpleNamespace:
+        """cuCtxGetCurrent / cuCtxSetCurrent / cuLaunchKernel as C function pointers (ctypes callbacks into this
+        fake, recorded like the bindings' calls): what the backend's raw routes (the C launcher, plain ctypes) call
+        in place of libcuda's."""
+        if self._c_entry_points is None:
+            vp, u = ctypes.c_void_p, ctypes.c_uint
+
+            def get_current(out):
+                err, ctx = self.cuCtxGetCurrent()
+                ctypes.c_void_p.from_address(out).value = ctx or None
+                return int(err)
+
+            def set_current(ctx):
+                return int(self.cuCtxSetCurrent(ctx or 0)[0])
+
+            def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+                return int(self.cuLaunchKernel(self.by_handle.get(f, f), gx, gy, gz, bx, by, bz, shared, stream or 0,
+                                               params, extra)[0])
+
+            self._c_entry_points = types.SimpleNamespace(
+                cuCtxGetCurrent=ctypes.CFUNCTYPE(ctypes.c_int, vp)(get_current),
+                cuCtxSetCurrent=ctypes.CFUNCTYPE(ctypes.c_int, vp)(set_current),
+                cuLaunchKernel=ctypes.CFUNCTYPE(ctypes.c_int, vp, u, u, u, u, u, u, u, vp, vp, vp)(launch))
+        return self._c_entry_points
+
+
+def use_raw_route(monkeypatch, drv: FakeDriver, route: str) -> None:
+    """Make the cuda backend take ``route`` ("bindings", "ctypes", "shim" = the C launcher) with this fake behind
+    it; skips when the C launcher is not built."""
+    if route == "bindings":
+        return
+    from rawindexer.backends import cuda as cuda_backend
+
+    shim = None
+    if route == "shim":
+        shim = cuda_backend._load_shim()
+        if shim is None:
+            pytest.fail("the kernel directory has no C launcher: `make` builds rawindexer/_kernels/libri_cuda_launch.so")
+    monkeypatch.setattr(cuda_backend, "_raw_driver", lambda driver: cuda_backend._RawDriver(drv.c_library(), shim))
 
 
 def install(monkeypatch, count: int = 1) -> FakeDriver:

@@ -17,7 +17,7 @@ from rawindexer.grading import grade
 from rawindexer.reference import fp8_mqa_logits_ref
 from rawindexer.validation import ValidationError
 
-from fake_cuda import CTX_BASE, install, stream_of
+from fake_cuda import CTX_BASE, install, stream_of, use_raw_route
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,25 +47,42 @@ def check(host, out, clean=True):
 # ---------------------------------------------------------------------------------------------------
 # fake "GPU arrays": host memory announced as CUDA device memory through DLPack (the fake driver never reads it)
 # ---------------------------------------------------------------------------------------------------
+def aligned_copy(a: np.ndarray, pad_cols: int = 0, fill: float | None = None) -> np.ndarray:
+    """``a`` (or a ``fill``-ed array of its shape, rows widened by pad_cols) at a 256-byte aligned address, as
+    device allocators hand out: plans are cached per pointer alignment, so tests that count plans must not see the
+    allocator's varying low address bits."""
+    shape = a.shape[:-1] + (a.shape[-1] + pad_cols,) if pad_cols else a.shape
+    raw = np.empty(a.dtype.itemsize * int(np.prod(shape)) + 256, np.uint8)
+    skip = -raw.ctypes.data % 256
+    out = raw[skip:skip + a.dtype.itemsize * int(np.prod(shape))].view(a.dtype).reshape(shape)
+    if fill is None:
+        out[...] = a
+    else:
+        out.fill(fill)
+    return out
+
+
 def gpu_arrays(host: dict, device_id: int) -> dict:
     out = {}
     for name, a in host.items():
         dt = "float8_e4m3fn" if a.dtype == np.uint8 else a.dtype.name
+        a = aligned_copy(a)
         out[name] = dlpack.DLPackArray(a.ctypes.data, a.shape, dt, (dlpack.DL_CUDA, device_id), owner=a)
     return out
 
 
 def gpu_out(M, N, device_id, pad=0):
-    buf = np.full((M, N + pad), np.nan, np.float32)
+    buf = aligned_copy(np.empty((M, N), np.float32), pad_cols=pad, fill=np.nan)
     return dlpack.DLPackArray(buf.ctypes.data, (M, N), "float32", (dlpack.DL_CUDA, device_id),
                               strides=(N + pad, 1), owner=buf)
 
 
-@pytest.fixture
-def cuda2(monkeypatch):
-    """A fake two-GPU node behind the cuda backend; the 'framework's current stream' of each device and thread
-    is stream_of(device, thread slot)."""
+@pytest.fixture(params=["bindings", "ctypes", "shim"])
+def cuda2(monkeypatch, request):
+    """A fake two-GPU node behind the cuda backend, on each per-call route (cuda-bindings, plain ctypes, the C
+    launcher); the 'framework's current stream' of each device and thread is stream_of(device, thread slot)."""
     drv = install(monkeypatch, count=2)
+    use_raw_route(monkeypatch, drv, request.param)
     from rawindexer import backends
 
     monkeypatch.setattr(backends, "_instances", {})
@@ -262,6 +279,135 @@ def test_raw_launch_uses_the_same_path(cuda2):
     api._RAW.clear()
 
 
+@needs_sm90
+def test_the_route_under_test_is_the_one_taken(cuda2, request):
+    from rawindexer import backends
+
+    api._RAW.clear()
+    rawindexer.launch(*[0x100000 * (i + 1) for i in range(7)], M=64, N=1000, num_heads=64, head_dim=128,
+                      stream=stream_of(0, 5), device="cuda")
+    raw = backends.get_backend("cuda")._raw
+    route = request.node.callspec.params["cuda2"]
+    assert (raw is None) == (route == "bindings")
+    assert (raw is not None and raw.shim is not None) == (route == "shim")
+    assert cuda2.launches()[-1][1][4] == stream_of(0, 5)
+    api._RAW.clear()
+
+
+@needs_sm90
+def test_raw_launch_hot_path_still_names_bad_arguments(cuda2, request):
+    api._RAW.clear()
+    good = [0x100000 * (i + 1) for i in range(7)]
+    kw = dict(M=64, N=1000, num_heads=64, head_dim=128, device="cuda", device_id=1)
+    for _ in range(2):  # the second call takes the hot path
+        t = rawindexer.launch(*good, stream=stream_of(1, 5), **kw)
+    n = len(cuda2.launches())
+    with pytest.raises(TypeError, match="weights: expected an int device address, got float"):
+        rawindexer.launch(*good[:3], 1.5, *good[4:], stream=stream_of(1, 5), **kw)
+    with pytest.raises(ValueError, match=r"out: expected a device address in \[0, 2\*\*64\)"):
+        rawindexer.launch(*good[:6], -256, stream=stream_of(1, 5), **kw)
+    if request.node.callspec.params["cuda2"] != "bindings":  # (through cuda-bindings the driver judges streams)
+        with pytest.raises(TypeError, match="stream: expected an int stream handle"):
+            rawindexer.launch(*good, stream=-1, **kw)
+        with pytest.raises(TypeError, match="stream: expected an int stream handle"):
+            rawindexer.launch(*good, stream="s", **kw)
+    assert len(cuda2.launches()) == n, "nothing launched on a bad argument"
+    odd = good[:6] + [good[6] + 4]  # another alignment: its own plan, the exact pointers
+    t_odd = rawindexer.launch(*odd, stream=stream_of(1, 5), **kw)
+    assert launched_kernargs(cuda2.launches()[-1]) == t_odd.plan(tuple(odd)).kernargs
+    as_numpy = [np.uint64(p) for p in good]
+    assert rawindexer.launch(*as_numpy, stream=np.int64(stream_of(1, 5)), **kw).symbol == t.symbol
+    assert pointers_in(launched_kernargs(cuda2.launches()[-1])) == tuple(good)
+    api._RAW.clear()
+
+
+# ---------------------------------------------------------------------------------------------------
+# the torch hot path (torch CPU tensors sent down the CUDA route of the fake driver: what a CUDA tensor would do)
+# ---------------------------------------------------------------------------------------------------
+@pytest.fixture
+def torch_on_cuda2(cuda2, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from rawindexer import backends
+
+    monkeypatch.setitem(backends.BACKEND_FOR_DEVICE_TYPE, 1, "cuda")  # CPU tensors take the CUDA route
+    streams = {"now": stream_of(0, 1)}
+    monkeypatch.setattr(api, "_torch_raw_stream", lambda device_id: streams["now"])
+    return torch, streams
+
+
+def torch_args(torch, host: dict) -> list:
+    return [torch.from_numpy(aligned_copy(a)).view(torch.float8_e4m3fn) if a.dtype == np.uint8
+            else torch.from_numpy(aligned_copy(a)) for a in host.values()]
+
+
+def torch_out(torch, M, N, pad=0):
+    buf = torch.from_numpy(aligned_copy(np.empty((M, N), np.float32), pad_cols=pad, fill=np.nan))
+    return buf[:, :N]
+
+
+@needs_sm90
+def test_torch_hot_path_hits_without_validation_and_launches_the_right_pointers(rng, cuda2, torch_on_cuda2,
+                                                                                 monkeypatch, request):
+    torch, streams = torch_on_cuda2
+    ind = rawindexer.Indexer(32, 128)
+    args, out = torch_args(torch, host_inputs(rng)), torch_out(torch, 6, 70)
+    assert ind(*args, out=out) is out  # first sight of torch: the DLPack route; second: the torch key
+    assert ind(*args, out=out) is out
+    ind(*args)  # and once without out= (a description of its own)
+    assert api._torch_key(tuple(args), True, out) in ind._shapes, "the inline key and _torch_key agree"
+    monkeypatch.setattr(api, "validate", lambda *a: pytest.fail("re-validated"))
+    family = api.family_for("sm_90a")
+    real_prepare, plans = family.prepare, []
+    monkeypatch.setattr(family, "prepare", lambda *a: plans.append(a) or real_prepare(*a))
+    n = len(cuda2.launches())
+    assert ind(*args, out=out) is out
+    streams["now"] = stream_of(0, 9)  # the caller switched streams: the next call follows it, no new plan
+    assert ind(*args, out=out) is out
+    assert ind(*args, out=out, stream=stream_of(0, 44)) is out
+    assert not plans
+    new = ind(*args)  # (torch's CPU allocator aligns to 64 bytes only: this may plan for a new alignment)
+    assert new.shape == (6, 70) and new.dtype == torch.float32 and new.stride() == (70, 1)
+    assert not new.requires_grad and new.device == args[0].device
+    launches = cuda2.launches()[n:]
+    assert [c[1][4] for c in launches] == [stream_of(0, 1), stream_of(0, 9), stream_of(0, 44), stream_of(0, 9)]
+    want = tuple(a.data_ptr() for a in args)
+    assert [pointers_in(launched_kernargs(c)) for c in launches] == [want + (out.data_ptr(),)] * 3 + [
+        want + (new.data_ptr(),)]
+    assert all(c[2] == CTX_BASE for c in launches) and cuda2.current == 0
+    if request.node.callspec.params["cuda2"] != "bindings":  # (through cuda-bindings the driver judges streams)
+        with pytest.raises(TypeError, match="stream: expected an int stream handle"):
+            ind(*args, out=out, stream="s")
+
+
+@needs_sm90
+def test_torch_hot_path_never_reuses_a_description_it_did_not_validate(rng, cuda2, torch_on_cuda2):
+    torch, _ = torch_on_cuda2
+    ind = rawindexer.Indexer(32, 128)
+    host = host_inputs(rng)
+    args, out = torch_args(torch, host), torch_out(torch, 6, 70)
+    for _ in range(2):
+        ind(*args, out=out)
+    q, k, kv, w, ks, ke = args
+    wide_k = torch.from_numpy(aligned_copy(np.zeros((70, 256), np.uint8))).view(torch.float8_e4m3fn)[:, :128]
+    with pytest.raises(ValidationError, match=r"k_fp8: expected a contiguous row-major array, got strides \(256, 1\)"):
+        ind(q, wide_k, kv, w, ks, ke, out=out)  # same shape and dtype, other strides
+    with pytest.raises(ValidationError, match="kv_scale: expected float32, got dtype float64"):
+        ind(q, k, kv.double(), w, ks, ke, out=out)
+    with pytest.raises(ValidationError, match=r"weights: expected shape \(6, 32\)"):
+        ind(q, k, kv, torch.zeros((6, 33)), ks, ke, out=out)
+    with pytest.raises(ValidationError, match="out: expected a tensor that does not require grad"):
+        ind(*args, out=torch.zeros((6, 70), requires_grad=True))
+    with pytest.raises(ValidationError, match=r"out: expected shape \(6, 70\), got shape \(6, 71\)"):
+        ind(*args, out=torch_out(torch, 6, 71))
+    with pytest.raises(TypeError, match="clean_logits: expected a bool or an int"):
+        ind(*args, out=out, clean_logits="no")
+    # a padded out: a new plan with its row stride; clean_logits=0 is False's plan
+    ind(*args, out=torch_out(torch, 6, 70, pad=6))
+    assert int.from_bytes(launched_kernargs(cuda2.launches()[-1])[56:64], "little") == 76
+    ind(*args, out=out, clean_logits=0)
+    assert ind._shapes.get(api._torch_key(tuple(args), False, out)) is not None
+
+
 # ---------------------------------------------------------------------------------------------------
 # errors of the prepared object
 # ---------------------------------------------------------------------------------------------------
@@ -290,8 +436,12 @@ def test_torch_attribute_route_matches_the_dlpack_route():
     base = torch.zeros((5, 7, 9), dtype=torch.float32)
     cases = [base, base[1:, ::2], base.transpose(0, 2), base[:, 3], torch.zeros(0, 4), torch.zeros(()),
              torch.zeros((4, 8), dtype=torch.uint8), torch.zeros((4, 8), dtype=torch.uint8).view(torch.float8_e4m3fn),
-             torch.zeros(6, dtype=torch.int32)[1:], torch.zeros((3, 1, 4)).expand(3, 5, 4)]
+             torch.zeros(6, dtype=torch.int32)[1:], torch.zeros((3, 1, 4)).expand(3, 5, 4),
+             torch.zeros(12).as_strided((3, 1, 4), (4, 99, 1)), torch.zeros(16).as_strided((3, 1, 4), (5, 4, 1)),
+             torch.zeros((2, 0, 3)).transpose(0, 2), torch.zeros((4, 1))]
     for t in cases:
+        # the torch hot path keys inputs by is_contiguous(): it must say what validation's is_compact says
+        assert t.is_contiguous() == dlpack.is_compact(tuple(t.shape), t.stride()), (t.shape, t.stride())
         fast = api._read_torch(t, "t", None)
         view = dlpack.from_dlpack(t, name="t")
         assert fast[0] == view.ptr, t.shape

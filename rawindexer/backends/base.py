@@ -7,9 +7,11 @@ kernel symbol, grid, block and kernarg bytes; the backend only executes them.
 from __future__ import annotations
 
 import ctypes
+import struct
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,22 @@ class PackedKernargs:
 
     def tobytes(self) -> bytes:
         return self.buffer.raw
+
+
+def pointer_writer(pointer_offsets: tuple[int, ...], base: int = 0) -> tuple[Callable[..., None], int]:
+    """(write, offset): ``write(buffer, offset, *pointers)`` stores 8-byte pointers at ``base + pointer_offsets``.
+    One ``Struct.pack_into`` when the offsets are consecutive slots (the manifest puts all seven first), else a
+    general writer."""
+    offsets = tuple(pointer_offsets)
+    if all(b == a + 8 for a, b in zip(offsets, offsets[1:])):
+        return struct.Struct(f"<{len(offsets)}Q").pack_into, base + offsets[0]
+    packers = [(struct.Struct("<Q").pack_into, base + off) for off in offsets]
+
+    def write(buffer: Any, _offset: int, *pointers: int) -> None:
+        for (pack, off), p in zip(packers, pointers, strict=True):
+            pack(buffer, off, p)
+
+    return write, 0
 
 
 class Backend(ABC):
@@ -121,6 +139,33 @@ class Backend(ABC):
         """:meth:`launch` from a :class:`PackedKernargs` the caller rewrites between launches (the hot path
         of a prepared launch: GPU backends hand the driver its address, no per-call allocation)."""
         self.launch(function, grid, block, kernargs.tobytes(), stream=stream, buffers=buffers, shared_mem=shared_mem)
+
+    def bind_launch(self, function: Any, device_id: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+                    shared_mem: int, kernargs: bytes, pointer_offsets: tuple[int, ...],
+                    spans_of: Callable[[tuple[int, ...]], Sequence[BufferSpan]] | None = None) -> Callable[..., None]:
+        """Bind everything of a prepared launch but its stream and pointers, once; return
+        ``go(stream, q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out)`` which writes the seven pointers
+        (ints) into ``kernargs`` at ``pointer_offsets`` and launches on ``stream`` in ``device_id``'s context,
+        leaving the caller's device as it was. Thread-safe (a lock from writing to launching). This generic form
+        goes through :meth:`set_device` / :meth:`launch_packed` / :meth:`restore_device`; GPU backends override
+        it with cheaper routes (the hot path of a serving loop). ``spans_of(pointers)``: the memory a launch may touch,
+        for backends with :attr:`needs_buffer_spans` (the emulator)."""
+        packed = self.kernarg_buffer(kernargs)
+        write, offset = pointer_writer(pointer_offsets)
+        buffer, lock = packed.buffer, threading.Lock()
+
+        def go(stream: int, *pointers: int) -> None:
+            with lock:
+                write(buffer, offset, *pointers)
+                previous = self.set_device(device_id)
+                try:
+                    spans = spans_of(pointers) if spans_of is not None else ()
+                    self.launch_packed(function, grid, block, packed, stream, shared_mem, spans)
+                finally:
+                    if previous is not None:
+                        self.restore_device(previous)
+
+        return go
 
     @abstractmethod
     def synchronize(self, stream: int = 0) -> None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs
+from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs, pointer_writer
 
 # Markers of cuLaunchKernel's ``extra`` array (cuda.h). Unlike HIP's (POINTER=1, SIZE=2, END=3).
 CU_LAUNCH_PARAM_END = 0
@@ -67,34 +68,72 @@ def _handle(obj: Any) -> int:
         return id(obj)  # a handle type without __int__ (fakes): identity is all we compare
 
 
-class _RawDriver:
-    """The three driver entry points of the per-call path called straight through ctypes on libcuda, the library
-    cuda-bindings itself loads: the same handles and contexts, without building the bindings' Python objects
-    per call (about 2-3 us of a launch on the H200's host). Everything else stays on cuda-bindings.
-    ``RAWINDEXER_CUDA_LAUNCH=bindings`` keeps the hot path on cuda-bindings too."""
+#: the C launcher (rawindexer/backends/csrc/cuda_launch.c), built by `make` into the kernel directory
+SHIM_NAME = "libri_cuda_launch.so"
+#: its record: launch, get_current, set_current, context, function, grid_xy, grid_z|block_x, block_yz, shared_mem,
+#: extra, then the per-call stream directly followed by the kernel arguments
+_RECORD = struct.Struct("<11Q")
+_STREAM_OFFSET = 80
+#: which driver call failed, in bits 16.. of the launcher's result
+_SHIM_STAGES = {1: "cuCtxGetCurrent", 2: "cuCtxSetCurrent", 3: "cuLaunchKernel", 4: "cuCtxSetCurrent(restore)"}
 
-    def __init__(self) -> None:
-        lib = ctypes.CDLL("libcuda.so.1")
-        self.launch = lib.cuLaunchKernel
-        self.launch.restype = ctypes.c_int
-        self.launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-        self.get_current = lib.cuCtxGetCurrent
-        self.get_current.restype = ctypes.c_int
-        self.get_current.argtypes = [ctypes.c_void_p]
-        self.set_current = lib.cuCtxSetCurrent
-        self.set_current.restype = ctypes.c_int
-        self.set_current.argtypes = [ctypes.c_void_p]
-        self.current = ctypes.c_void_p()
-        self.current_address = ctypes.addressof(self.current)
+
+_SHIM_LIBS: list = []
+
+
+def _load_shim(path: str | None = None) -> Any:
+    """The C launcher's entry point (restype int, one record argument), or None when it is not built."""
+    if path is None:
+        from ..kernel_files import kernel_dir
+
+        path = str(kernel_dir() / SHIM_NAME)
+    if not os.path.exists(path):
+        return None
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    size = lib.ri_cuda_launch_record_size
+    size.restype = ctypes.c_int
+    if size() != _RECORD.size:
+        return None  # built from another layout: never guess
+    call = lib["ri_cuda_launch"]
+    call.restype = ctypes.c_int
+    _SHIM_LIBS.append(lib)  # loaded for the life of the process
+    return call
+
+
+class _RawDriver:
+    """The three driver entry points of the per-call path (cuCtxGetCurrent, cuCtxSetCurrent, cuLaunchKernel)
+    called without cuda-bindings' per-call Python objects, on libcuda, the library cuda-bindings itself loads
+    (same handles, same contexts). Two routes: the C launcher (one foreign call per launch: the record holds the
+    entry points' addresses), else ctypes with arguments converted once per stream. ``lib``: anything with those
+    three ctypes function pointers as attributes (libcuda; the tests' fakes). Everything else stays on
+    cuda-bindings. ``RAWINDEXER_CUDA_LAUNCH=bindings`` keeps the hot path on cuda-bindings, ``=ctypes`` skips the
+    C launcher."""
+
+    def __init__(self, lib: Any = "libcuda.so.1", shim: Any = None) -> None:
+        if isinstance(lib, str):
+            lib = ctypes.CDLL(lib)
+        self.lib = lib
+        self.addresses = tuple(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                               for name in ("cuLaunchKernel", "cuCtxGetCurrent", "cuCtxSetCurrent"))
+        int_ = ctypes.c_int
+        proto = ctypes.CFUNCTYPE
+        # argument-less prototypes: the ctypes route hands over ctypes objects built once (no per-call conversion)
+        self.launch = proto(int_)(self.addresses[0])
+        self.get_current = proto(int_)(self.addresses[1])
+        self.set_current = proto(int_)(self.addresses[2])
+        self.shim = shim
 
 
 def _raw_driver(driver: Any) -> _RawDriver | None:
     """ctypes access to libcuda when it loads and the bindings are the real ones (never with a fake driver)."""
-    if os.environ.get("RAWINDEXER_CUDA_LAUNCH", "") == "bindings" or not type(driver).__name__ == "module" \
-            or not getattr(driver, "__file__", None):
+    route = os.environ.get("RAWINDEXER_CUDA_LAUNCH", "")
+    if route == "bindings" or not type(driver).__name__ == "module" or not getattr(driver, "__file__", None):
         return None
     try:
-        return _RawDriver()
+        return _RawDriver("libcuda.so.1", None if route == "ctypes" else _load_shim())
     except (OSError, AttributeError):
         return None
 
@@ -132,7 +171,6 @@ class CudaBackend(Backend):
         self._modules: list[Any] = []  # keep loaded modules alive as long as the backend
         self._dyn_shared: dict[int, int] = {}  # function -> dynamic shared-memory limit already set
         self._raw = _raw_driver(self.driver)
-        self._raw_tls = threading.local()  # per-thread out-parameter for cuCtxGetCurrent
 
     @property
     def device(self) -> Any:
@@ -183,6 +221,13 @@ class CudaBackend(Backend):
         self._check(self.driver.cuCtxSetCurrent(self._context(self.device_id if device_id is None else device_id)),
                     "cuCtxSetCurrent")
 
+    def _result(self, code: int) -> Any:
+        """A raw CUresult code as the bindings' enum (for _check's error names); the int where that fails."""
+        try:
+            return self.driver.CUresult(code)
+        except (TypeError, ValueError):
+            return code
+
     def _stream(self, stream: int) -> Any:
         return self.driver.CUstream(int(stream))
 
@@ -192,21 +237,6 @@ class CudaBackend(Backend):
         if want is None:
             self._context(device_id)
             want = self._context_ids[device_id]
-        raw = self._raw
-        if raw is not None:
-            slot = getattr(self._raw_tls, "slot", None)
-            if slot is None:
-                slot = self._raw_tls.slot = ctypes.c_void_p()
-            err = raw.get_current(ctypes.addressof(slot))
-            if err:
-                raise CudaError(f"cuCtxGetCurrent failed: {err}")
-            current = slot.value or 0
-            if current == want:
-                return None
-            err = raw.set_current(want)
-            if err:
-                raise CudaError(f"cuCtxSetCurrent(device {device_id}) failed: {err}")
-            return _Previous(current)
         result = self.driver.cuCtxGetCurrent()
         if result[0] != self._success:
             self._check(result, "cuCtxGetCurrent")
@@ -217,11 +247,6 @@ class CudaBackend(Backend):
         return _Previous(current)
 
     def restore_device(self, previous: Any) -> None:
-        if self._raw is not None and isinstance(previous.context, int):
-            err = self._raw.set_current(previous.context or None)
-            if err:
-                raise CudaError(f"cuCtxSetCurrent(restore) failed: {err}")
-            return
         self._check(self.driver.cuCtxSetCurrent(previous.context), "cuCtxSetCurrent(restore)")
 
     def load_module(self, image: bytes, device_id: int | None = None) -> Any:
@@ -256,13 +281,6 @@ class CudaBackend(Backend):
                       buffers: Sequence[BufferSpan] = ()) -> None:
         if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit; set it for any dynamic use
             self._allow_dynamic_shared(function, int(shared_mem))
-        raw = self._raw
-        if raw is not None:
-            err = raw.launch(_handle(function), grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
-                             stream or None, None, kernargs.address)
-            if err:
-                self._check((self.driver.CUresult(err),), "cuLaunchKernel")
-            return
         try:
             result = self.driver.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                                 shared_mem, stream, 0, kernargs.address)
@@ -271,6 +289,130 @@ class CudaBackend(Backend):
                                                 shared_mem, self._stream(stream), 0, kernargs.address)
         if (result[0] if isinstance(result, tuple) else result) != self._success:
             self._check(result, "cuLaunchKernel")
+
+    def bind_launch(self, function: Any, device_id: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+                    shared_mem: int, kernargs: bytes, pointer_offsets: tuple[int, ...],
+                    spans_of: Any = None) -> Callable[..., None]:
+        """The per-call launch of a prepared kernel (see :meth:`Backend.bind_launch`). On libcuda: the C launcher
+        when built (one foreign call: context check and switch, launch, restore), else ctypes with every argument
+        but the stream converted here, once; with cuda-bindings alone (or a fake driver) the generic route."""
+        if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit: set it once, here
+            previous = self.set_device(device_id)
+            try:
+                self._allow_dynamic_shared(function, int(shared_mem))
+            finally:
+                if previous is not None:
+                    self.restore_device(previous)
+        raw = self._raw
+        if raw is None:
+            return super().bind_launch(function, device_id, grid, block, shared_mem, kernargs, pointer_offsets)
+        self._context(device_id)
+        context = self._context_ids[device_id]
+        handle = _handle(function)
+        if raw.shim is not None:
+            return self._bind_shim(raw, context, handle, grid, block, shared_mem, kernargs, pointer_offsets, device_id)
+        return self._bind_ctypes(raw, context, handle, grid, block, shared_mem, kernargs, pointer_offsets, device_id)
+
+    def _bind_shim(self, raw: _RawDriver, context: int, handle: int, grid: tuple[int, int, int],
+                   block: tuple[int, int, int], shared_mem: int, kernargs: bytes, pointer_offsets: tuple[int, ...],
+                   device_id: int) -> Callable[..., None]:
+        header = _RECORD.size  # the kernel arguments follow the record's stream slot
+        record = ctypes.create_string_buffer(header + len(kernargs))
+        base = ctypes.addressof(record)
+        ctypes.memmove(base + header, bytes(kernargs), len(kernargs))
+        size = ctypes.c_size_t(len(kernargs))
+        extra = (ctypes.c_void_p * 5)(1, base + header, 2, ctypes.addressof(size), CU_LAUNCH_PARAM_END)
+        _RECORD.pack_into(record, 0, *raw.addresses, context, handle, grid[0] | grid[1] << 32,
+                          grid[2] | block[0] << 32, block[1] | block[2] << 32, shared_mem, ctypes.addressof(extra), 0)
+        lock, fail = threading.Lock(), self._shim_error
+        acquire, release = lock.acquire, lock.release
+        # CFUNCTYPE: the GIL is released for the driver's work, as torch's own launches do, so a thread per GPU
+        # overlaps its Python with another's launch (keeping it, PYFUNCTYPE, saves only ~50 ns)
+        call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(raw.shim, ctypes.c_void_p).value)
+        record_arg = ctypes.c_void_p(base)
+        keep = (record, size, extra, raw.shim)  # what the record points at, alive as long as go
+        if tuple(pointer_offsets) == tuple(range(0, 8 * len(pointer_offsets), 8)):
+            # the manifest's layout: stream and the seven pointers are one run of 8-byte slots
+            pack = struct.Struct(f"<{1 + len(pointer_offsets)}Q").pack_into
+
+            def go(stream: int, q: int, k: int, kv_scale: int, weights: int, ks: int, ke: int, out: int,
+                   _keep: Any = keep) -> None:
+                acquire()
+                try:
+                    pack(record, _STREAM_OFFSET, stream, q, k, kv_scale, weights, ks, ke, out)
+                    err = call(record_arg)
+                finally:
+                    release()
+                if err:
+                    fail(err, device_id)
+            return go
+
+        write, offset = pointer_writer(pointer_offsets, header)
+        pack_stream = struct.Struct("<Q").pack_into
+
+        def go_general(stream: int, *pointers: int, _keep: Any = keep) -> None:
+            acquire()
+            try:
+                write(record, offset, *pointers)
+                pack_stream(record, _STREAM_OFFSET, stream)
+                err = call(record_arg)
+            finally:
+                release()
+            if err:
+                fail(err, device_id)
+        return go_general
+
+    def _shim_error(self, err: int, device_id: int) -> None:
+        stage, code = _SHIM_STAGES.get(err >> 16, "the C launcher"), err & 0xFFFF
+        self._check((self._result(code),), stage)
+        raise CudaError(f"{stage} failed: {code} (device {device_id})")
+
+    def _bind_ctypes(self, raw: _RawDriver, context: int, handle: int, grid: tuple[int, int, int],
+                     block: tuple[int, int, int], shared_mem: int, kernargs: bytes, pointer_offsets: tuple[int, ...],
+                     device_id: int) -> Callable[..., None]:
+        packed = self.kernarg_buffer(kernargs)
+        write, offset = pointer_writer(pointer_offsets)
+        buffer, lock = packed.buffer, threading.Lock()
+        u = ctypes.c_uint
+        head = (ctypes.c_void_p(handle), u(grid[0]), u(grid[1]), u(grid[2]), u(block[0]), u(block[1]), u(block[2]),
+                u(shared_mem))
+        tail = (None, ctypes.c_void_p(packed.address))
+        by_stream: dict[int, tuple] = {}
+        current = ctypes.c_void_p()  # cuCtxGetCurrent's out-parameter; used under the lock
+        current_ref, context_arg = ctypes.byref(current), ctypes.c_void_p(context)
+        launch, get_current, set_current, check = raw.launch, raw.get_current, raw.set_current, self._check
+        driver_error = self._result
+
+        def go(stream: int, *pointers: int, _keep: Any = packed) -> None:
+            args = by_stream.get(stream)
+            if args is None:
+                if isinstance(stream, bool) or not isinstance(stream, int) or not 0 <= stream < 2**64:
+                    raise TypeError(f"stream: expected an int stream handle in [0, 2**64), got "
+                                    f"{type(stream).__name__} {stream!r}")
+                if len(by_stream) > 64:
+                    by_stream.clear()
+                args = by_stream[stream] = (*head, ctypes.c_void_p(stream or None), *tail)
+            with lock:
+                write(buffer, offset, *pointers)
+                err = get_current(current_ref)
+                if err:
+                    check((driver_error(err),), "cuCtxGetCurrent")
+                previous = current.value
+                if previous == context:
+                    err = launch(*args)
+                else:
+                    err = set_current(context_arg)
+                    if err:
+                        check((driver_error(err),), "cuCtxSetCurrent")
+                    try:
+                        err = launch(*args)
+                    finally:
+                        restored = set_current(ctypes.c_void_p(previous))
+                    if restored and not err:
+                        check((driver_error(restored),), "cuCtxSetCurrent(restore)")
+            if err:
+                check((driver_error(err),), "cuLaunchKernel")
+        return go
 
     def _allow_dynamic_shared(self, function: Any, nbytes: int) -> None:
         """Raise the function's dynamic shared-memory limit (needed above 48 KB), once per function and size."""
