@@ -15,12 +15,14 @@ from rawindexer.dispatch import family_for
 from rawindexer.kernel_files import kernel_dir
 from rawindexer.emulator import fp8 as efp8
 from rawindexer.fp8 import random_e4m3fn
-from rawindexer.grading import grade
-from rawindexer.reference import fp8_mqa_logits_ref
+from rawindexer.grading import grade, logit_gate
+from rawindexer.reference import fp8_mqa_logits_ref, fp8_mqa_logits_ref_with_scale
 from rawindexer.validation import ValidationError
 from rawindexer.windows import WINDOW_MODES, WindowNotApplicable, make_windows
 
 ARCH = "gfx942"
+#: the per-logit gate of gfx942's design (the seed: fp32 FMA of fp32 products, as on gfx950; docs/NUMERICS.md)
+EPS = 1e-5
 FNUZ_TO_FN_HALF = 2.0  # an e4m3fn byte read as e4m3fnuz is half its value
 
 
@@ -57,9 +59,20 @@ def check(rng, M, N, H, D, mode, clean, fmt, **tunables):
     except WindowNotApplicable:
         pytest.skip(f"{mode} does not apply to ({M}, {N})")
     out = run(ops, clean, fmt, **tunables)
+    label = f"gfx942 ({M}, {N}, H={H}, D={D}, {mode}, clean={clean}, {fmt}, {tunables})"
     g = grade(out, reference(ops, clean, fmt), ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], clean)
-    assert g.ok, f"gfx942 ({M}, {N}, H={H}, D={D}, {mode}, clean={clean}, {fmt}, {tunables}): {g.message}"
+    assert g.ok, f"{label}: {g.message}"
+    gate_check(ops, out, fmt, label)
     return ops, out
+
+
+def gate_check(ops, out, fmt, label=""):
+    """The per-logit gate |out - ref| <= EPS * T against the float64 result of the same codes."""
+    ref, scale = fp8_mqa_logits_ref_with_scale(*(ops[n] for n in ("q_fp8", "k_fp8", "kv_scale", "weights",
+                                                                "cu_seqlen_ks", "cu_seqlen_ke")), fp8_format=fmt)
+    gate = logit_gate(out, ref, scale, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], EPS)
+    assert gate.ok, f"{label}: {gate.message}"
+    return gate
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -151,6 +164,7 @@ def test_fn_inputs_with_negative_zero_and_large_values(rng, mode):
     out = run(ops, True, None)          # uint8 bytes, fp8_format=None: e4m3fn
     g = grade(out, reference(ops, True, "e4m3fn"), ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], True)
     assert g.ok, g.message
+    gate_check(ops, out, "e4m3fn", mode)
     assert (ops["q_fp8"] == 0x80).any() and ((ops["k_fp8"] & 0x7F) >= 0x78).any()
 
 
@@ -320,3 +334,43 @@ def test_hip_path_on_a_gfx942_device(rng):
                 assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     finally:
         reset_caches("hip")
+
+
+# ---------------------------------------------------------------------------------------------------
+# the fuzz generator (tests/test_fuzz_emulated.py) on the gfx942 binary, both input formats
+# ---------------------------------------------------------------------------------------------------
+def fuzz_case_gfx942(rng, fmt):
+    from test_fuzz_emulated import HEAD_SHAPES, fuzz_inputs
+
+    H, D = HEAD_SHAPES[int(rng.integers(len(HEAD_SHAPES)))]
+    M, N = int(rng.integers(1, 12)), int(rng.integers(1, 160))
+    ops = fuzz_inputs(rng, M, N, H, D)   # e4m3fn codes at scales 0.05, 1 or 60 (60: many at 256..448)
+    if fmt == "e4m3fnuz":
+        for name in ("q_fp8", "k_fp8"):  # the same values where fnuz holds them (saturated at 240)
+            vals = np.clip(rawindexer.fp8.decode(ops[name], "e4m3fn"), -240, 240)
+            ops[name] = efp8.from_f32(vals, efp8.FP8_FNUZ).astype(np.uint8)
+    else:
+        flat = ops["k_fp8"].reshape(-1)
+        flat[rng.choice(flat.size, max(1, flat.size // 20), replace=False)] = 0x80   # -0 in K
+    block_ms = sorted({bm for bm, _ in family_for(ARCH).variants(H, D, "seed", fmt)})
+    tunables = dict(block_m=int(rng.choice(block_ms)) if rng.random() < 0.5 else 0, split_n=int(rng.integers(0, 4)),
+                    num_warps=int(rng.integers(0, 5)), reverse_rows=bool(rng.integers(2)))
+    clean = bool(rng.integers(2))
+    out = run(ops, clean, fmt, **tunables)
+    label = f"gfx942 {fmt} (M={M}, N={N}, H={H}, D={D}, clean={clean}, {tunables})"
+    ref, _ = fp8_mqa_logits_ref_with_scale(*ops.values(), fp8_format=fmt)
+    g = grade(out, ref, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], clean)
+    assert g.mask_ok and g.unwritten == 0 and g.overwritten == 0, f"{label}: {g.message}"
+    return gate_check(ops, out, fmt, label)
+
+
+@pytest.mark.parametrize("fmt", ["e4m3fnuz", "e4m3fn"])
+@pytest.mark.parametrize("case", range(3))
+def test_fuzz_gfx942(rng, fmt, case):
+    fuzz_case_gfx942(rng, fmt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", range(100))
+def test_fuzz_gfx942_many(rng, case):
+    fuzz_case_gfx942(rng, ("e4m3fnuz", "e4m3fn")[case % 2])
