@@ -41,6 +41,8 @@ from .validation import Operand, ValidationError
 #: distinct call descriptions kept per prepared object before the cache starts over (a serving loop sees a
 #: handful)
 MAX_CACHED_SHAPES = 512
+#: the targets a backend runs besides its own (an op's ``arch=``): ROCm GPUs and the emulator run gfx950 or gfx942
+RUNS_ON: dict[str, tuple[str, ...]] = {"hip": ("gfx950", "gfx942"), "emulator": ("gfx950", "gfx942")}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -292,7 +294,7 @@ class _Device:
         self.device_id = device_id
         self.family = family
         self.gpu = backend.dlpack_device_type != dlpack.DL_CPU
-        self.compute_units = backend.compute_units(device_id)
+        self.compute_units = backend.compute_units_for(device_id, family.arch)
         self._module: Any = None
         self._functions: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -407,6 +409,9 @@ class PreparedOp:
 
     #: the op's input arrays in call order; the first one's device decides where a call runs
     ARG_NAMES: tuple[str, ...] = ()
+    #: the target to run where a backend runs several (RUNS_ON); None = the backend's own. Subclasses set it
+    #: before calling ``PreparedOp.__init__``
+    arch: str | None = None
 
     def __init__(self, backend: Backend | None) -> None:
         self._backend = backend  # the backend insisted on (``device=``), None = follow the arrays
@@ -423,6 +428,16 @@ class PreparedOp:
 
     def _check_backend(self, backend: Backend) -> None:
         """Refuse a backend this object's settings cannot run on (raise), once per backend."""
+
+    def _arch(self, backend: Backend) -> str:
+        """The target this object runs on ``backend``: its ``arch`` where the backend runs it."""
+        if self.arch is None:
+            return backend.arch
+        allowed = RUNS_ON.get(backend.name, (backend.arch,))
+        if self.arch not in allowed:
+            raise ValueError(f"arch: expected one of {allowed} for arrays on the {backend.name} backend, got "
+                             f"{self.arch!r}")
+        return self.arch
 
     def _describe(self, ops: list[Operand], out: Operand | None, scalars: tuple, device: _Device) -> _Shape:
         """Validate one call description (every error names its argument); its :class:`_Shape`."""
@@ -463,7 +478,7 @@ class PreparedOp:
                 raise ValueError(f"arrays: expected arrays on a {self._backend.name} device (this "
                                  f"{type(self).__name__}'s device=), got arrays on DLPack device {device}")
             self._check_backend(backend)
-            family = self._family(backend.arch)
+            family = self._family(self._arch(backend))
             with self._lock:
                 state = self._devices.get(device)
                 if state is None:

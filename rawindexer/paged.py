@@ -25,14 +25,15 @@ from typing import Any
 from . import paged_kernels as pk
 from .backends import Backend, BufferSpan, get_backend
 from .dispatch.base import LaunchTemplate
+from .dispatch.paged_gfx942 import PagedGfx942Family
 from .dispatch.paged_gfx950 import PagedGfx950Family, PagedProblem, PagedTunables
 from .dispatch.paged_sm90 import PagedSm90Family
 from .launch_path import BoundLaunch, PreparedOp, _Device, _Shape
 from .validation import (FP8_DTYPES, INT32_MAX, Operand, ValidationError, _check_contiguous, as_bool, as_int,
-                         check_same_device)
+                         check_fp8_format, check_same_device)
 
 #: target -> kernel family of the paged op (one entry per built target)
-PAGED_FAMILIES = {"gfx950": PagedGfx950Family, "sm_90a": PagedSm90Family}
+PAGED_FAMILIES = {"gfx950": PagedGfx950Family, "gfx942": PagedGfx942Family, "sm_90a": PagedSm90Family}
 _families: dict[str, Any] = {}
 _ARG_NAMES = ("q", "kv_cache", "weights", "context_lens", "block_table")
 
@@ -65,9 +66,12 @@ def _check_scalars(next_n: int, max_context_len: int) -> None:
 
 
 def validate_paged(q: Operand, kv_cache: Operand, weights: Operand, context_lens: Operand, block_table: Operand,
-                   max_context_len: int, out: Operand | None, clean_logits: bool = False) -> tuple[PagedProblem, int]:
+                   max_context_len: int, out: Operand | None, clean_logits: bool = False,
+                   fp8_format: str | None = None) -> tuple[PagedProblem, int]:
     """Check every operand's description (Operand or TensorView; never its values); (problem, num_blocks).
-    The 16-byte alignment of q and kv_cache is checked where pointers are (the family's ``prepare``)."""
+    The 16-byte alignment of q and kv_cache is checked where pointers are (the family's ``prepare``). The fp8
+    format of q and the cache's keys: q's float8 dtype, else ``fp8_format`` (default e4m3fn); the uint8 cache
+    carries no dtype of its own and is read in q's format."""
     q, kv_cache, weights, context_lens, block_table = (
         Operand.of(t) for t in (q, kv_cache, weights, context_lens, block_table))
     out = Operand.of(out) if out is not None else None
@@ -113,9 +117,16 @@ def validate_paged(q: Operand, kv_cache: Operand, weights: Operand, context_lens
                   "and column stride 1")
     check_same_device([("q", q), ("kv_cache", kv_cache), ("weights", weights), ("context_lens", context_lens),
                        ("block_table", block_table)] + ([("out", out)] if out is not None else []))
+    if q.dtype == "uint8":
+        fmt = check_fp8_format(fp8_format) or "e4m3fn"
+    else:
+        fmt = q.dtype.removeprefix("float8_")
+        if fp8_format is not None and check_fp8_format(fp8_format) != fmt:
+            _fail("fp8_format", repr(fp8_format), f"None or {fmt!r}: q is {q.dtype} (fp8_format= describes "
+                  "uint8 bytes)")
     out_row_stride = out.strides[0] if out is not None and rows > 1 else max_context_len
     problem = PagedProblem(B, next_n, H, D, block_size, max_context_len, block_table.shape[1], out_row_stride,
-                           bool(clean_logits), len(context_lens.shape) == 2)
+                           bool(clean_logits), len(context_lens.shape) == 2, fmt)
     return problem, num_blocks
 
 
@@ -140,7 +151,7 @@ class PagedIndexer(PreparedOp):
 
     ``num_heads`` / ``head_dim``: the shape this object serves (None = whatever q has). ``device``: a backend
     name ("cuda", "hip", "emulator") to insist on, or None to follow the arrays' DLPack device. ``split_n``,
-    ``num_warps``, ``variant``: as :func:`fp8_paged_mqa_logits`. The inputs' device decides where the call
+    ``num_warps``, ``variant``, ``arch``, ``fp8_format``: as :func:`fp8_paged_mqa_logits`. The inputs' device decides where the call
     runs (its context made current for the launch, the caller's restored), on the caller's current stream
     of that device. Thread-safe: several threads may share one object.
     """
@@ -148,7 +159,12 @@ class PagedIndexer(PreparedOp):
     ARG_NAMES = _ARG_NAMES
 
     def __init__(self, num_heads: int | None = None, head_dim: int | None = None, *, device: str | None = None,
-                 split_n: int = 0, num_warps: int = 0, variant: str | None = None) -> None:
+                 split_n: int = 0, num_warps: int = 0, variant: str | None = None, arch: str | None = None,
+                 fp8_format: str | None = None) -> None:
+        if arch is not None:
+            _family(arch)  # names the targets when arch is unknown
+        self.arch = arch
+        self.fp8_format = check_fp8_format(fp8_format)
         self.num_heads = None if num_heads is None else as_int("num_heads", num_heads)
         self.head_dim = None if head_dim is None else as_int("head_dim", head_dim)
         self.tunables = PagedTunables(as_int("split_n", split_n), as_int("num_warps", num_warps), variant)
@@ -159,17 +175,19 @@ class PagedIndexer(PreparedOp):
         return _family(arch)
 
     def _check_backend(self, backend: Backend) -> None:
+        arch = self._arch(backend)
         if self.tunables.variant is not None:
-            _family(backend.arch).variant(self.tunables.variant)  # a ValueError naming the target's designs
+            _family(arch).variant(self.tunables.variant)  # a ValueError naming the target's designs
 
     def _describe(self, ops: list[Operand], out: Operand | None, scalars: tuple, device: _Device) -> _Shape:
         max_context_len, clean = scalars
-        problem, num_blocks = validate_paged(*ops, max_context_len, out, clean)
+        problem, num_blocks = validate_paged(*ops, max_context_len, out, clean, self.fp8_format)
         for name, want, got in (("num_heads", self.num_heads, problem.heads),
                                 ("head_dim", self.head_dim, problem.head_dim)):
             if want is not None and got != want:
                 raise ValidationError(f"q: expected {name}={want} (this PagedIndexer's), got shape {ops[0].shape}")
         self._check_supported(device, problem)
+        device.family.variant(self.tunables.variant, problem.fp8_format)  # refuses a format the target does not read
         rows = problem.batch * problem.next_n
         launch = problem if problem.batch and problem.max_context_len else None  # else nothing to write
         # the shape's dims: num_blocks, what the memcheck spans need beyond the problem
@@ -253,9 +271,10 @@ class PagedIndexer(PreparedOp):
             raise ValidationError(f"out_row_stride: expected >= max_context_len={width}, got {out_row_stride}")
         p = PagedProblem(ints["batch"], ints["next_n"], self.num_heads, self.head_dim, ints["block_size"], width,
                          ints["max_blocks"], out_row_stride, as_bool("clean_logits", clean),
-                         as_bool("context_lens_2d", two_d))
+                         as_bool("context_lens_2d", two_d), self.fp8_format or "e4m3fn")
         device = self._raw_device(ints["device_id"])
         self._check_supported(device, p)
+        device.family.variant(self.tunables.variant, p.fp8_format)
         launch = p if p.batch and p.max_context_len else None
         return self._remember(key, _Shape(ints["num_blocks"], launch, device, (p.batch * p.next_n, width)))
 
@@ -268,13 +287,15 @@ _BY_TUNABLES: dict[tuple, PagedIndexer] = {}
 _RAW: dict[tuple, PagedIndexer] = {}
 
 
-def _indexer_for(split_n: int, num_warps: int, variant: str | None) -> PagedIndexer:
-    if not split_n and not num_warps and variant is None:
+def _indexer_for(split_n: int, num_warps: int, variant: str | None, arch: str | None,
+                 fp8_format: str | None) -> PagedIndexer:
+    if not split_n and not num_warps and variant is None and arch is None and fp8_format is None:
         return _DEFAULT
-    key = (split_n, num_warps, variant)
+    key = (split_n, num_warps, variant, arch, fp8_format)
     indexer = _BY_TUNABLES.get(key)
     if indexer is None:
-        indexer = _BY_TUNABLES[key] = PagedIndexer(split_n=split_n, num_warps=num_warps, variant=variant)
+        indexer = _BY_TUNABLES[key] = PagedIndexer(split_n=split_n, num_warps=num_warps, variant=variant, arch=arch,
+                                                   fp8_format=fp8_format)
     return indexer
 
 
@@ -288,7 +309,8 @@ def reset_caches(backend: str | None = None) -> None:
 
 def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
                          max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
-                         num_warps: int = 0, variant: str | None = None, stream: int | None = None) -> Any:
+                         num_warps: int = 0, variant: str | None = None, stream: int | None = None,
+                         arch: str | None = None, fp8_format: str | None = None) -> Any:
     """Decode indexer logits over a paged fp8 key cache.
 
         logits[b*next_n + j, t] = sum_h relu(<q[b,j,h], K_b[t]>) * scale_b[t] * weights[b*next_n + j, h]
@@ -311,35 +333,39 @@ def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any,
             exactly converted values, fp32-accurate -- or "fp8", the e4m3 wgmma at twice the tensor rate
             with Hopper's shorter fp8 accumulation); None = the target's default.
         stream: the stream to launch on; None = the caller framework's current stream of the arrays' device.
+        arch: the target on ROCm arrays and the emulator, "gfx950" (None) or "gfx942" (MI300X / MI325X).
+        fp8_format: the format of uint8 q and of the cache's key bytes, "e4m3fn" (None) or "e4m3fnuz" (gfx942
+            reads both; gfx950 and sm_90a e4m3fn). A float8_e4m3fnuz q needs no fp8_format.
     Returns logits [B * next_n, max_context_len] float32 in the caller's framework (``out`` when given).
-    CPU arrays run on the gfx950 emulator, ROCm arrays on the gfx950 kernel, CUDA arrays on the sm_90a twin,
+    CPU arrays run on the gfx950 (or gfx942: ``arch``) emulator, ROCm arrays on the gfx950 (gfx942) kernel, CUDA
+    arrays on the sm_90a twin,
     on the arrays' device (every array on q's device). q and kv_cache must be 16-byte aligned. A thin wrapper
     over a cached :class:`PagedIndexer` (one per set of tunables); serving loops can hold their own.
     """
-    return _indexer_for(split_n, num_warps, variant)(q, kv_cache, weights, context_lens, block_table,
-                                                      max_context_len, clean_logits, out, stream=stream)
+    return _indexer_for(split_n, num_warps, variant, arch, fp8_format)(
+        q, kv_cache, weights, context_lens, block_table, max_context_len, clean_logits, out, stream=stream)
 
 
 def prepare_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
                              max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
-                             num_warps: int = 0, variant: str | None = None,
-                             stream: int | None = None) -> BoundLaunch:
+                             num_warps: int = 0, variant: str | None = None, stream: int | None = None,
+                             arch: str | None = None, fp8_format: str | None = None) -> BoundLaunch:
     """Everything :func:`fp8_paged_mqa_logits` does except the launch, once (:meth:`PagedIndexer.bind`): the
     returned object launches on these buffers when called, optionally on another ``stream=``, and returns
     the output (their contents may change between calls, their addresses and shapes may not)."""
-    return _indexer_for(split_n, num_warps, variant).bind(q, kv_cache, weights, context_lens, block_table,
-                                                          max_context_len, clean_logits, out, stream=stream)
+    return _indexer_for(split_n, num_warps, variant, arch, fp8_format).bind(
+        q, kv_cache, weights, context_lens, block_table, max_context_len, clean_logits, out, stream=stream)
 
 
 def launch_paged(q_ptr: int, kv_cache_ptr: int, weights_ptr: int, context_lens_ptr: int, block_table_ptr: int,
                  out_ptr: int, *, batch: int, next_n: int, num_heads: int, head_dim: int, block_size: int,
                  num_blocks: int, max_blocks: int, max_context_len: int, out_row_stride: int | None = None,
                  context_lens_2d: bool = False, clean_logits: bool = False, stream: int = 0, device: str = "hip",
-                 device_id: int = 0, split_n: int = 0, num_warps: int = 0,
-                 variant: str | None = None) -> LaunchTemplate | None:
+                 device_id: int = 0, split_n: int = 0, num_warps: int = 0, variant: str | None = None,
+                 arch: str | None = None, fp8_format: str | None = None) -> LaunchTemplate | None:
     """Raw entry: device pointers as integers, every array contiguous.
 
-    q [batch, next_n, num_heads, head_dim] fp8 e4m3fn bytes; kv_cache [num_blocks, block_size, 1,
+    q [batch, next_n, num_heads, head_dim] fp8 bytes (``fp8_format``: e4m3fn by default, e4m3fnuz on gfx942); kv_cache [num_blocks, block_size, 1,
     head_dim + 4] uint8 (fused layout); weights [batch * next_n, num_heads] float32; context_lens int32
     [batch] (or [batch, next_n] with ``context_lens_2d``); block_table [batch, max_blocks] int32; out
     [batch * next_n, max_context_len] float32 with rows ``out_row_stride`` (>= max_context_len) elements
@@ -347,11 +373,12 @@ def launch_paged(q_ptr: int, kv_cache_ptr: int, weights_ptr: int, context_lens_p
     ``device_id`` the device the pointers live on, ``stream`` a stream of that device. Goes through a cached
     :class:`PagedIndexer`. Returns the launch template used (None when nothing is launched).
     """
-    key = (num_heads, head_dim, device, split_n, num_warps, variant)
+    key = (num_heads, head_dim, device, split_n, num_warps, variant, arch, fp8_format)
     indexer = _RAW.get(key)
     if indexer is None:
         indexer = _RAW[key] = PagedIndexer(as_int("num_heads", num_heads), as_int("head_dim", head_dim),
-                                           device=device, split_n=split_n, num_warps=num_warps, variant=variant)
+                                           device=device, split_n=split_n, num_warps=num_warps, variant=variant,
+                                           arch=arch, fp8_format=fp8_format)
     return indexer.launch_pointers((q_ptr, kv_cache_ptr, weights_ptr, context_lens_ptr, block_table_ptr, out_ptr),
                                    batch=batch, next_n=next_n, block_size=block_size, num_blocks=num_blocks,
                                    max_blocks=max_blocks, max_context_len=max_context_len,
