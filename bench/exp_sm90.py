@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))  # test_cuda_gpu (grade_gpu)
 EXPERIMENTS_SOURCE = ROOT / "kernels" / "experimental" / "fp8_mqa_logits_sm90_experiments.cu"
 
 CORRECT_CASES = [(61, 1024, "multi_req"), (1024, 1560, "misaligned"), (17, 76, "causal"), (300, 3000, "cp"),

@@ -100,7 +100,7 @@ def emulated_counts(symbol_paths: dict[str, str], M: int = 8, N: int = 256, H: i
         import rawindexer
         from rawindexer.backends import get_backend
         from rawindexer.fp8 import random_e4m3fn
-        from rawindexer.windows import make_windows
+        from rawindexer.testing.windows import make_windows
     except ImportError:
         return {}
     out = {}
@@ -181,9 +181,9 @@ def accuracy_table(paths: tuple[str, ...] = ("seed", "mr", "mrp"), heads: int = 
 
     from . import fp8_mqa_logits
     from .fp8 import random_e4m3fn
-    from .grading import grade
-    from .reference import fp8_mqa_logits_ref
-    from .windows import causal
+    from .testing.grading import grade
+    from .testing.reference import fp8_mqa_logits_ref
+    from .testing.windows import causal
 
     rng = np.random.default_rng()
     lines = ["| (M, N) causal, H=%d, D=%d | " % (heads, head_dim) + " | ".join(paths) + " |",

@@ -12,15 +12,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .dlpack import TensorView, is_compact
+from .errors import ValidationError  # noqa: F401  (re-exported: raised here)
 
 INT32_MAX = 2**31 - 1
 # The kernel indexes keys with int32 and walks up to one 32-token tile past the window end per warp.
 MAX_KEYS = INT32_MAX - 1024
 FP8_DTYPES = ("float8_e4m3fn", "uint8")
-
-
-class ValidationError(ValueError):
-    pass
 
 
 class Operand(NamedTuple):

@@ -13,9 +13,9 @@ import pytest
 
 import rawindexer
 from rawindexer.emulator import MemoryFault
-from rawindexer.paged_cases import make_case, ragged_lengths
-from rawindexer.paged_grading import EPS, grade_paged
-from rawindexer.paged_reference import fp8_paged_mqa_logits_ref, fuse_kv_cache, split_kv_cache
+from rawindexer.testing.paged_cases import make_case, ragged_lengths
+from rawindexer.testing.paged_grading import EPS, grade_paged
+from rawindexer.testing.paged_reference import fp8_paged_mqa_logits_ref, fuse_kv_cache, split_kv_cache
 from rawindexer.validation import ValidationError
 
 

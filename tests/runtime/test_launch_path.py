@@ -13,13 +13,13 @@ import pytest
 import rawindexer
 from rawindexer import api, dlpack
 from rawindexer.fp8 import random_e4m3fn
-from rawindexer.grading import grade
-from rawindexer.reference import fp8_mqa_logits_ref
+from rawindexer.testing.grading import grade
+from rawindexer.testing.reference import fp8_mqa_logits_ref
 from rawindexer.validation import ValidationError
 
 from fake_cuda import CTX_BASE, install, stream_of, use_raw_route
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _has_sm90() -> bool:

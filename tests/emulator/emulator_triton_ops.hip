@@ -1,5 +1,5 @@
 // Micro-kernels for the instruction families that Triton's gfx950 output needed and the emulator
-// lacked (tests/test_emulator_triton_ops.py): LDS transpose loads, DPP, the f32 division helpers and
+// lacked (tests/emulator/test_emulator_triton_ops.py): LDS transpose loads, DPP, the f32 division helpers and
 // 16-bit integer VALU ops. Inline asm pins the exact instruction; LLVM encodes it.
 #include "common.h"
 

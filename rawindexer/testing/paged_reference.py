@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fp8 import decode_e4m3fn
+from ..fp8 import decode_e4m3fn
 
 
 def split_kv_cache(kv_cache: np.ndarray, head_dim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Micro-kernels per instruction family, compiled from tests/emulator_kernels/*.hip, against numpy."""
+"""Micro-kernels per instruction family, compiled from tests/emulator/emulator_kernels/*.hip, against numpy."""
 from fractions import Fraction
 
 import numpy as np
@@ -320,7 +320,7 @@ def test_packed_int16_ops(rng):
 
 
 # ---------------------------------------------------------------------------------------------------
-# fp8 / bf8 conversions (tests/emulator_kernels/fp8cvt.hip) against ml_dtypes' OCP float8 casts
+# fp8 / bf8 conversions (tests/emulator/emulator_kernels/fp8cvt.hip) against ml_dtypes' OCP float8 casts
 # ---------------------------------------------------------------------------------------------------
 NAN_POISON = 0x7FA5A5A5  # a NaN no conversion produces: an output still holding it was never written
 

@@ -1,4 +1,4 @@
-"""Micro-kernels (tests/emulator_triton_ops.hip) for the instruction families Triton's gfx950 output
+"""Micro-kernels (tests/emulator/emulator_triton_ops.hip) for the instruction families Triton's gfx950 output
 needed and the emulator lacked, each checked against a scalar model of AMD's pseudocode / ISA text:
 ds_read_b64_tr_b{16,8,4}, VOP1/VOP2 DPP, v_div_scale/fmas/fixup_f32, 16-bit integer VALU ops."""
 import functools

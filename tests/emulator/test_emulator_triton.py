@@ -1,7 +1,7 @@
 """The emulator runs gfx950 code we did not write: kernels compiled by Triton (its own LLVM, its own
 layouts and instruction selection), checked against numpy on fresh random inputs.
 
-Each kernel is compiled once per session (``tests/triton_kernels.py``); every test also checks that
+Each kernel is compiled once per session (``tests/emulator/triton_kernels.py``); every test also checks that
 the decoder agrees with Triton's own assembly listing of the same compile.
 """
 import re

@@ -17,7 +17,7 @@ _TMP = Path(tempfile.mkdtemp(prefix="rawindexer-emu-kernels-"))
 
 @functools.cache
 def compiled(source: str) -> tuple[bytes, str]:
-    """(code object bytes, assembly listing) of tests/emulator_kernels/<source>.hip."""
+    """(code object bytes, assembly listing) of tests/emulator/emulator_kernels/<source>.hip."""
     out, asm = _TMP / f"{source}.hsaco", _TMP / f"{source}.s"
     build.compile_hip(KDIR / f"{source}.hip", out, asm=asm, extra_flags=[f"-I{KDIR}"])
     return out.read_bytes(), asm.read_text()

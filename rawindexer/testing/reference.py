@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fp8 import decode_e4m3fn
+from ..fp8 import decode_e4m3fn
 from .windows import clamp_windows
 
 #: bytes of the [rows, H, cols] score block one chunk may hold

@@ -32,9 +32,9 @@ from rawindexer import dlpack
 from rawindexer.backends import get_backend
 from rawindexer.backends.hip import HipError
 from rawindexer.fp8 import random_e4m3fn
-from rawindexer.grading import grade
-from rawindexer.reference import fp8_mqa_logits_ref
-from rawindexer.windows import make_windows
+from rawindexer.testing.grading import grade
+from rawindexer.testing.reference import fp8_mqa_logits_ref
+from rawindexer.testing.windows import make_windows
 
 ROOT = runtime.ROOT
 OPERANDS = ["q_fp8", "k_fp8", "kv_scale", "weights", "cu_seqlen_ks", "cu_seqlen_ke"]

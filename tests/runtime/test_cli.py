@@ -68,7 +68,7 @@ def test_run_on_the_emulator_passes(tmp_path):
 
 def test_run_reports_a_failed_grade_with_exit_1(monkeypatch, capsys):
     """The exit status follows the grade: a kernel whose output is off must fail the command."""
-    import rawindexer.grading as grading
+    import rawindexer.testing.grading as grading
 
     real = grading.grade
 

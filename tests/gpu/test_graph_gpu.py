@@ -6,7 +6,7 @@ capture, from any thread) and CuPy's stream capture. Each graph is then replayed
 captured buffers, with the output poisoned with NaN before every replay, and graded against the torch reference
 of those inputs.
 
-Also a script: ``python tests/test_graph_gpu.py`` prints PASS/FAIL lines (what the device run calls).
+Also a script: ``python tests/gpu/test_graph_gpu.py`` prints PASS/FAIL lines (what the device run calls).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from test_cuda_gpu import _need_gpu, _windows, grade_gpu  # noqa: E402
@@ -24,7 +24,7 @@ SHAPE = (512, 4096, 64, 128)  # M, N, H, D
 
 
 def _fresh(seed: int):
-    from rawindexer.bench import make_inputs
+    from rawindexer.testing.torch_reference import make_inputs
 
     M, N, H, D = SHAPE
     ks, ke = _windows("multi_req", M, N, seed)
@@ -32,7 +32,7 @@ def _fresh(seed: int):
 
 
 def _reference(args, clean: bool):
-    from rawindexer.bench import torch_fp8_mqa_logits
+    from rawindexer.testing.torch_reference import torch_fp8_mqa_logits
 
     return torch_fp8_mqa_logits(*args, clean_logits=clean)
 

@@ -15,7 +15,7 @@ import pytest
 try:
     from rawindexer import dlpack as dl
 except ImportError:  # pytest run from elsewhere without the repo on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from rawindexer import dlpack as dl
 
 

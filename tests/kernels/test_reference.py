@@ -4,11 +4,11 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from rawindexer import reference as reference_module
+from rawindexer.testing import reference as reference_module
 from rawindexer.fp8 import E4M3FN_TABLE, decode_e4m3fn, encode_e4m3fn, random_e4m3fn
-from rawindexer.grading import Grade, calc_diff, grade, poison
-from rawindexer.reference import fp8_mqa_logits_ref
-from rawindexer.windows import WINDOW_MODES, WindowNotApplicable, clamp_windows, make_windows, window_mask
+from rawindexer.testing.grading import Grade, calc_diff, grade, poison
+from rawindexer.testing.reference import fp8_mqa_logits_ref
+from rawindexer.testing.windows import WINDOW_MODES, WindowNotApplicable, clamp_windows, make_windows, window_mask
 
 
 def naive_logits(q, k, kv_scale, weights, ks, ke, clean):

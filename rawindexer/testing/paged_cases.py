@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fp8 import random_e4m3fn
+from ..fp8 import random_e4m3fn
 from .paged_reference import fuse_kv_cache, row_lengths
 
 #: block-table filler past each sequence's blocks: reading it means reading far outside the cache

@@ -6,9 +6,9 @@ import pytest
 
 import rawindexer
 from rawindexer.fp8 import random_e4m3fn
-from rawindexer.grading import grade
-from rawindexer.reference import fp8_mqa_logits_ref
-from rawindexer.windows import make_windows
+from rawindexer.testing.grading import grade
+from rawindexer.testing.reference import fp8_mqa_logits_ref
+from rawindexer.testing.windows import make_windows
 
 M, N, H, D = 11, 90, 32, 128
 

@@ -9,7 +9,7 @@ shorter fp8 accumulation) is held to the anchors' calc_diff < 1e-3 and its worst
 Also: forced context splits, CUDA-graph capture with the context lengths changed between replays (no host
 read of device memory), and the DLPack-allocated output.
 
-Runnable as a script on the device: ``python tests/test_paged_gpu.py [--quick] [--log FILE]``.
+Runnable as a script on the device: ``python tests/gpu/test_paged_gpu.py [--quick] [--log FILE]``.
 """
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from rawindexer.paged_cases import make_case, ragged_lengths  # noqa: E402
-from rawindexer.paged_grading import grade_paged  # noqa: E402
-from rawindexer.paged_reference import fp8_paged_mqa_logits_ref  # noqa: E402
+from rawindexer.testing.paged_cases import make_case, ragged_lengths  # noqa: E402
+from rawindexer.testing.paged_grading import grade_paged  # noqa: E402
+from rawindexer.testing.paged_reference import fp8_paged_mqa_logits_ref  # noqa: E402
 
 HEADS = (32, 64, 128)
 DIMS = (64, 128)
@@ -52,7 +52,7 @@ def run_case(case, clean: bool, *, seed_note: str = "", **tunables) -> tuple[boo
     import torch
 
     import rawindexer
-    from rawindexer.grading import DIFF_TOLERANCE, calc_diff
+    from rawindexer.testing.grading import DIFF_TOLERANCE, calc_diff
 
     dev = torch.device("cuda")
     t = {name: torch.from_numpy(np.ascontiguousarray(getattr(case, name))).to(dev)

@@ -11,9 +11,9 @@ import pytest
 
 import rawindexer
 from rawindexer.fp8 import random_e4m3fn
-from rawindexer.grading import grade
-from rawindexer.reference import fp8_mqa_logits_ref
-from rawindexer.windows import WINDOW_MODES, WindowNotApplicable, make_windows
+from rawindexer.testing.grading import grade
+from rawindexer.testing.reference import fp8_mqa_logits_ref
+from rawindexer.testing.windows import WINDOW_MODES, WindowNotApplicable, make_windows
 
 HEAD_SHAPES = [(h, d) for h in (32, 64, 128) for d in (64, 128)]
 

@@ -1,14 +1,14 @@
 """Correctness of the sm_90a kernel on a real Hopper GPU (marked ``gpu``: never runs in CI).
 
 The seed's sweep: shapes x heads {32, 64, 128} x head_dim {64, 128} x clean_logits {0, 1} x the six window
-modes of rawindexer.windows, through the public API on torch CUDA tensors. Graded on the GPU against the
-plain-torch implementation (rawindexer.bench.torch_fp8_mqa_logits: f32 scores of the same fp8 inputs,
-exact products) with the gates of rawindexer.grading, computed in torch so the 134M-element chunks stay fast:
+modes of rawindexer.testing.windows, through the public API on torch CUDA tensors. Graded on the GPU against the
+plain-torch implementation (rawindexer.testing.torch_reference.torch_fp8_mqa_logits: f32 scores of the same fp8 inputs,
+exact products) with the gates of rawindexer.testing.grading, computed in torch so the 134M-element chunks stay fast:
 NaN-poisoned output, exact -inf mask equality, calc_diff < 1e-3 in float64 on finite entries, and for
 clean_logits=False every position outside the window still holding the poison. Cases dropped for lack of
 memory are listed by name.
 
-Also runnable as a script (what the device runs): ``python tests/test_cuda_gpu.py [--quick|--full]
+Also runnable as a script (what the device runs): ``python tests/gpu/test_cuda_gpu.py [--quick|--full]
 [--sanitizer-subset] [--log FILE]``.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SHAPES = [(1, 1), (1, 113), (17, 76), (61, 1024), (128, 1024), (1024, 1024), (1024, 1560), (64, 2048),
           (64, 8192), (128, 64), (1024, 1000), (4096, 32768), (2048, 65536), (1024, 131072)]
@@ -32,13 +32,13 @@ TOL = 1e-3
 
 
 def _windows(mode: str, M: int, N: int, seed: int):
-    """rawindexer.windows when present (it is, in this checkout); raises WindowNotApplicable to skip."""
-    from rawindexer.windows import make_windows
+    """rawindexer.testing.windows when present (it is, in this checkout); raises WindowNotApplicable to skip."""
+    from rawindexer.testing.windows import make_windows
     return make_windows(mode, M, N, np.random.default_rng(seed))
 
 
 def grade_gpu(out, ref, ks, ke, clean: bool) -> tuple[bool, str]:
-    """The gates of rawindexer.grading.grade, in torch on the GPU. ``out`` was NaN-poisoned before the launch."""
+    """The gates of rawindexer.testing.grading.grade, in torch on the GPU. ``out`` was NaN-poisoned before the launch."""
     import torch
 
     M, N = ref.shape
@@ -71,7 +71,7 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
     import torch
 
     import rawindexer
-    from rawindexer.bench import make_inputs, torch_fp8_mqa_logits
+    from rawindexer.testing.torch_reference import make_inputs, torch_fp8_mqa_logits
 
     ks_np, ke_np = _windows(mode, M, N, seed)
     q, k, kv_scale, weights, ks, ke = make_inputs(M, N, H, D, ks_np, ke_np, seed)
@@ -132,7 +132,7 @@ def sweep(shapes, heads, dims, modes, log, impl: str = "api") -> tuple[int, int,
     """Run the cartesian product; returns (passed, total, failures, dropped-for-memory)."""
     import torch
 
-    from rawindexer.windows import WindowNotApplicable
+    from rawindexer.testing.windows import WindowNotApplicable
 
     passed = total = 0
     failures: list[str] = []
@@ -208,7 +208,7 @@ INTEROP_SHAPE = (1024, 4096, 32, 128)  # M, N, H, D: long enough (~tens of us) t
 def _interop_inputs(seed: int = 5):
     import torch
 
-    from rawindexer.bench import make_inputs, torch_fp8_mqa_logits
+    from rawindexer.testing.torch_reference import make_inputs, torch_fp8_mqa_logits
 
     M, N, H, D = INTEROP_SHAPE
     ks_np, ke_np = _windows("causal", M, N, seed)

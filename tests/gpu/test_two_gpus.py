@@ -13,7 +13,7 @@ than 0 while torch's current device may still be 0. Checked here:
   its own device, no error;
 * inputs on mixed devices: one error naming the arguments, nothing launched (the output keeps its poison).
 
-Also a script: ``python tests/test_two_gpus.py`` prints PASS/FAIL lines.
+Also a script: ``python tests/gpu/test_two_gpus.py`` prints PASS/FAIL lines.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from test_cuda_gpu import _windows, grade_gpu  # noqa: E402
@@ -40,7 +40,7 @@ def _need_two_gpus():
 
 
 def _inputs(device: str, seed: int, shape=SHAPE, mode: str = "causal"):
-    from rawindexer.bench import make_inputs, torch_fp8_mqa_logits
+    from rawindexer.testing.torch_reference import make_inputs, torch_fp8_mqa_logits
 
     M, N, H, D = shape
     ks, ke = _windows(mode, M, N, seed)
