@@ -81,6 +81,19 @@ def _check_contiguous(name: str, t: Operand) -> None:
         _fail(name, f"strides {tuple(t.strides)} (elements) for shape {tuple(t.shape)}", "a contiguous row-major array")
 
 
+def check_sizes(M: int, N: int, out_row_stride: int) -> None:
+    """The size checks every launch needs, whether its sizes came from arrays or as integers (``launch``,
+    ``Indexer.launch_pointers``, a dispatch family's ``plan``): M, N >= 0, a row stride that holds N
+    logits, and sizes the kernels' int32 indexing reaches."""
+    for name, value in (("M", M), ("N", N)):
+        if value < 0:
+            _fail(name, str(value), ">= 0")
+    if out_row_stride < N:
+        _fail("out_row_stride", str(out_row_stride), f">= N={N}")
+    if N > MAX_KEYS or M > INT32_MAX:
+        _fail("M, N", f"M={M}, N={N}", f"int32 sizes (N <= {MAX_KEYS})")
+
+
 def validate(q: Any, k: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
              out: Any | None) -> Dims:
     """Check every operand (Operand or TensorView); return the problem's dimensions."""

@@ -34,6 +34,7 @@ import os
 from math import ceil
 from pathlib import Path
 
+from ..validation import check_sizes
 from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
 
 FLAG_CLEAN_LOGITS = 1
@@ -98,12 +99,7 @@ class Sm90Family(KernelFamily):
         if not variants:
             raise ValueError(f"sm_90a has no {self.impl} kernel for heads={p.heads}, head_dim={p.head_dim} "
                              f"(built: {sorted({(k['params']['heads'], k['params']['head_dim']) for k in self.target['kernels'].values()})})")
-        if p.M < 0 or p.N < 0:
-            raise ValueError(f"M and N must be >= 0, got M={p.M}, N={p.N}")
-        if p.out_row_stride < p.N:
-            raise ValueError(f"out_row_stride ({p.out_row_stride}) must be >= N ({p.N})")
-        if p.N >= 2**31 or p.M >= 2**31:
-            raise ValueError("M and N must fit in int32")
+        check_sizes(p.M, p.N, p.out_row_stride)
         for name in ("q", "k"):
             if getattr(pointers, name) % 16:
                 raise ValueError(f"{name} must be 16-byte aligned (the kernel reads it with 16-byte loads)")
