@@ -58,8 +58,10 @@ class Variant:
     original symbol names; "mr" ("MFMA reduce") packs the scores to bf16 and does ReLU + weighted head
     sum with 16x16x32 bf16 MFMAs (see the kernel source), ReLU as (s + |s|)/2 over two reduce MFMAs;
     "mrp" is the same with ReLU as one v_pk_max_i16 on the packed pair and one reduce MFMA (fewer MFMA
-    passes; the default where built, see rawindexer/dispatch/gfx950.py). Both walk two tiles per loop
-    iteration (register ping-pong), so ``unroll`` is always 1 there.
+    passes); both round every term to bf16 (per-logit eps ~5e-3, docs/NUMERICS.md). "mrf" keeps their
+    pipeline and 16x16 score MFMAs but reduces in fp32 on the VALU (v_max_f32 + v_pk_fma_f32, permlane lane
+    group sums): the default (rawindexer/dispatch/gfx950.py). All three walk two tiles per loop iteration
+    (register ping-pong), so ``unroll`` is always 1 there.
     """
 
     heads: int
@@ -70,7 +72,7 @@ class Variant:
 
     @property
     def symbol(self) -> str:
-        if self.path in ("mr", "mrp"):
+        if self.path in ("mr", "mrp", "mrf"):
             return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.path}"
         return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_u{self.unroll}"
 
@@ -78,11 +80,15 @@ class Variant:
 # Which BLOCK_M fit without spilling: Q (H*D/256 VGPRs per row) and the per-lane weights (H/2 per row)
 # stay in registers for the whole block, so the largest BLOCK_M shrinks as H*D grows.
 MAX_BLOCK_M = {(32, 64): 7, (32, 128): 4, (64, 64): 3, (64, 128): 2, (128, 64): 2, (128, 128): 1}
+# Seed-path instantiations that spill and are left out: H=128, D=64, BLOCK_M 2 with two tiles in flight needs
+# more than 256 VGPRs since the weights are held as fp32 pairs for v_pk_fma_f32 (issue 15).
+SEED_SPILLS = {(128, 64, 2, 2)}
 SEED_VARIANTS: list[Variant] = [
     Variant(h, d, bm, u)
     for (h, d), max_bm in MAX_BLOCK_M.items()
     for bm in range(1, max_bm + 1)
     for u in (1, 2)
+    if (h, d, bm, u) not in SEED_SPILLS
 ]
 # The "mr" path: BLOCK_M <= 4 (the reduce accumulator's register 0 holds 4 rows). Shipped where it
 # stays at <= 168 VGPRs (3 waves/SIMD) without spilling; odd BLOCK_M left out to keep the build short.
@@ -95,7 +101,18 @@ MR_VARIANTS: list[Variant] = [
 # "mrp" at each shape's default BLOCK_M only (one reduce MFMA: fewer passes than "mr", same occupancy).
 MRP_BLOCK_M = {(32, 64): 4, (32, 128): 4, (64, 64): 4, (64, 128): 2, (128, 64): 2, (128, 128): 1}
 MRP_VARIANTS: list[Variant] = [Variant(h, d, bm, 1, "mrp") for (h, d), bm in MRP_BLOCK_M.items()]
-VARIANTS: list[Variant] = SEED_VARIANTS + MR_VARIANTS + MRP_VARIANTS
+# "mrf": the MFMA-score pipeline with the fp32 VALU reduce (per-logit eps 1e-5 class, issue 15), at BLOCK_M 1..4
+# (H=128, D=128 at BLOCK_M 1 only: 2 spills).
+MRF_BLOCK_M = {(32, 64): (1, 2, 3, 4), (32, 128): (1, 2, 3, 4), (64, 64): (1, 2, 3, 4), (64, 128): (1, 2, 3),
+               (128, 64): (1, 2), (128, 128): (1,)}
+MRF_VARIANTS: list[Variant] = [
+    Variant(h, d, bm, 1, "mrf") for (h, d), bms in MRF_BLOCK_M.items() for bm in bms
+]
+# mrf instantiations compiled with amdgpu_waves_per_eu(3) (the register allocator then fits 168 VGPRs): only
+# where that costs no spill. Tried on every mrf variant: H=32, D=128, BLOCK_M 4 fits (170 -> 168 VGPRs, same
+# loop); H=64, D=64 BM 4, H=64, D=128 BM 3, H=128, D=64 BM 2 and H=128, D=128 BM 1 spill (3-186 VGPRs).
+MRF_3_WAVES = {(32, 128, 4)}
+VARIANTS: list[Variant] = SEED_VARIANTS + MR_VARIANTS + MRP_VARIANTS + MRF_VARIANTS
 
 # Explicit kernel arguments, in order (must match INSTANTIATE in the source). The manifest takes the
 # offsets and sizes from the code object and checks them against these names and sizes.
@@ -199,8 +216,14 @@ def build(out_dir: Path, variants: list[Variant] = VARIANTS, kernel_dir: Path | 
     table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.unroll})" for v in variants if v.path == "seed")
     mr_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mr")
     mrp_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.path == "mrp")
+    mrf = [v for v in variants if v.path == "mrf"]
+    mrf_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in mrf
+                         if (v.heads, v.head_dim, v.block_m) not in MRF_3_WAVES)
+    mrf3_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in mrf
+                          if (v.heads, v.head_dim, v.block_m) in MRF_3_WAVES)
     compile_hip(KERNEL_SOURCE, hsaco, asm=asm, defines=[
-        f"VARIANTS(X)={table}", f"MR_VARIANTS(X)={mr_table}", f"MRP_VARIANTS(X)={mrp_table}"])
+        f"VARIANTS(X)={table}", f"MR_VARIANTS(X)={mr_table}", f"MRP_VARIANTS(X)={mrp_table}",
+        f"MRF_VARIANTS(X)={mrf_table}", f"MRF3_VARIANTS(X)={mrf3_table}"])
 
     co = CodeObject(hsaco.read_bytes())
     target = {

@@ -53,6 +53,22 @@ DEVICE v8i load_operand(const u8 GLOBAL* row, int kstep, int g) {
   return r;
 }
 
+// NaN contract (docs/NUMERICS.md), MFMA-reduce designs: an e4m3fn NaN byte of Q (0x7F / 0xFF) is read as +0.
+// Without this a NaN score leaks into every row of the block (0 x NaN in the block-diagonal weights of the
+// reduce MFMA). Q is loaded once per block, so this costs ~5 VALU per Q dword in the prologue and nothing per
+// tile. (The seed design needs none: its ReLU, v_max_f32 under -fno-honor-nans, turns a NaN score into 0.)
+// Per byte: (b & 0x7F) + 1 carries into bit 7 exactly when b & 0x7F == 0x7F (no carry crosses bytes).
+DEVICE unsigned zero_fp8_nans(unsigned x) {
+  const unsigned nan_bit = ((x & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u;
+  return x & ~(nan_bit - (nan_bit >> 7) + nan_bit);  // nan_bit * 0xFF / 0x80 per byte: 0xFF where NaN
+}
+
+template <int N>
+DEVICE void zero_fp8_nans(int (&v)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = (int)zero_fp8_nans((unsigned)v[i]);
+}
+
 // Accumulator layout of the 32x32 MFMA: register r of lane l holds D[head(r, l)][token l % 32].
 DEVICE int acc_head(int r, int g) { return 8 * (r / 4) + 4 * g + (r % 4); }
 
@@ -72,9 +88,17 @@ DEVICE v16f mfma_tile(const v8i (&q)[KSTEPS], const v8i (&k)[KSTEPS]) {
 // DESIGN: kv-scale hoist. ReLU is positive-homogeneous and kv_scale >= 0, so the scale is left out of
 // this per-head sum and applied once per column after the head reduce.
 // DESIGN: -fno-honor-nans for the module (build.py): relu() is fmaxf, one v_max_f32, no canonicalize.
-DEVICE float relu_weighted_sum(v16f c, const float (&w)[16], float acc) {
+// The weight FMA is packed (v_pk_fma_f32: two heads per instruction, one partial sum per register of the
+// pair); ReLU has no packed fp32 form on gfx950, so it stays one v_max_f32 per value. 1.5 VALU per
+// (head, key) value instead of 2; still an fp32 FMA of the exact fp32 ReLU'd score (issue 15: the design
+// must meet the per-logit gate eps 1e-5).
+typedef float v2f_ __attribute__((ext_vector_type(2)));
+DEVICE v2f_ relu_weighted_sum(v16f c, const v2f_ (&w)[8], v2f_ acc) {
 #pragma unroll
-  for (int r = 0; r < 16; ++r) acc = __builtin_fmaf(__builtin_fmaxf(c[r], 0.0f), w[r], acc);
+  for (int r = 0; r < 16; r += 2) {
+    const v2f_ relu = {__builtin_fmaxf(c[r], 0.0f), __builtin_fmaxf(c[r + 1], 0.0f)};
+    acc = __builtin_elementwise_fma(relu, w[r / 2], acc);
+  }
   return acc;
 }
 
@@ -153,7 +177,7 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
   // DESIGN: BLOCK_M query rows share one K stream. Their Q tiles and the weights each lane needs for
   // its accumulator rows stay in registers for the whole block.
   v8i q_tile[BLOCK_M][HEAD_TILES][KSTEPS];
-  float w_tile[BLOCK_M][HEAD_TILES][16];
+  v2f_ w_tile[BLOCK_M][HEAD_TILES][8];
 #pragma unroll
   for (int r = 0; r < BLOCK_M; ++r) {
     const i64 m = win[r].valid ? m0 + r : 0;  // rows past M read row 0 and never store
@@ -163,7 +187,9 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
 #pragma unroll
       for (int s = 0; s < KSTEPS; ++s) q_tile[r][ht][s] = load_operand(q_row, s, g);
 #pragma unroll
-      for (int a = 0; a < 16; ++a) w_tile[r][ht][a] = weights[m * H + ht * TILE_H + acc_head(a, g)];
+      for (int a = 0; a < 16; a += 2)
+        w_tile[r][ht][a / 2] = (v2f_){weights[m * H + ht * TILE_H + acc_head(a, g)],
+                                      weights[m * H + ht * TILE_H + acc_head(a + 1, g)]};
     }
   }
 
@@ -191,14 +217,15 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
 #pragma unroll
       for (int p = 0; p < PAIRS; ++p) {
         const int ra = 2 * p, rb = 2 * p + 1;
-        float part_a = 0.0f, part_b = 0.0f;
+        v2f_ part_a = {0.0f, 0.0f}, part_b = {0.0f, 0.0f};
 #pragma unroll
         for (int ht = 0; ht < HEAD_TILES; ++ht) {
           part_a = relu_weighted_sum(mfma_tile<KSTEPS>(q_tile[ra][ht], k_tile[u]), w_tile[ra][ht], part_a);
           if (rb < BLOCK_M)
             part_b = relu_weighted_sum(mfma_tile<KSTEPS>(q_tile[rb][ht], k_tile[u]), w_tile[rb][ht], part_b);
         }
-        const float logit = paired_head_reduce(part_a, part_b) * scale[u];
+        const float sum_a = part_a.x, sum_a1 = part_a.y, sum_b = part_b.x, sum_b1 = part_b.y;
+        const float logit = paired_head_reduce(sum_a + sum_a1, sum_b + sum_b1) * scale[u];
 
         // Lanes 0-31 now hold row ra, lanes 32-63 row rb, both for token col[u].
         const int r = g ? rb : ra;
@@ -241,8 +268,9 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
 }
 
 // ===================================================================================================
-// Second path: "MFMA reduce" (symbol suffix _mr). Same op, same grid/warp/split scheme, same fused -inf
-// fill; different steady state. Why: the seed is latency bound at 2 waves/SIMD with ~1.2 VALU per
+// Second path: "MFMA reduce" (symbol suffixes _mr, _mrp; and _mrf, the default, which keeps everything below
+// except the bf16 reduce: its head sum is fp32 on the VALU, see RELU_F32). Same op, same grid/warp/split
+// scheme, same fused -inf fill; different steady state. Why: the seed is latency bound at 2 waves/SIMD with ~1.2 VALU per
 // (row, token), because ReLU, the weight FMA and the head reduce all run on the VALU. Here:
 //
 //   * Score tiles are 16 heads x 16 tokens (v_mfma_f32_16x16x128_f8f6f4 at D=128: 8 passes;
@@ -311,6 +339,18 @@ DEVICE ScoreOp<D> load_score_op_global(const u8 GLOBAL* p) {
 }
 
 template <int D>
+DEVICE ScoreOp<D> zero_fp8_nans(ScoreOp<D> op) {
+  constexpr int W = D == 128 ? 8 : 4;
+  int a[W];
+#pragma unroll
+  for (int i = 0; i < W; ++i) a[i] = op.v[i];
+  zero_fp8_nans(a);
+#pragma unroll
+  for (int i = 0; i < W; ++i) op.v[i] = a[i];
+  return op;
+}
+
+template <int D>
 DEVICE ScoreOp<D> load_score_op_buffer(__amdgpu_buffer_rsrc_t rsrc, int voff, int imm) {
   ScoreOp<D> r;
   v4i lo = __builtin_bit_cast(v4i, __builtin_amdgcn_raw_buffer_load_b128(rsrc, voff + imm, 0, 0));
@@ -347,12 +387,50 @@ DEVICE v4f score_mfma(const ScoreOp<64>& q, const ScoreOp<64>& k) {
 //     7 wait states each time). 4 more MFMA passes per unit; |bf16(s)| == bf16(|s|) (RNE is symmetric),
 //     so the negative parts cancel exactly in the sum (the only extra error: f32 roundings of the two
 //     accumulators). Written when the emulator lacked v_pk_max_i16; kept as the alternative design.
-enum : int { RELU_PK_MAX = 0, RELU_ABS_SPLIT = 1 };
+//   RELU_F32 (symbols _mrf): no reduce MFMA. ReLU (v_max_f32) and the weight FMA (v_pk_fma_f32, two heads
+//     per instruction) in fp32 on the VALU, as the seed design, so the logits meet the per-logit gate eps 1e-5
+//     (issue 15); each lane then holds a partial sum over its 8 of every 32 heads for each row, and the 4 lane
+//     groups are summed and transposed to "lane group g4 holds one row" by one v_permlane32_swap and one
+//     v_permlane16_swap per pair of rows (rows land in lane groups 0, 2, 1, 3: rows 0, 1, 2, 3 at g4 = 0, 2,
+//     1, 3). Every lane holds fp32 weights (8 per 32 heads per row) instead of one bf16 row per 4 lanes.
+enum : int { RELU_PK_MAX = 0, RELU_ABS_SPLIT = 1, RELU_F32 = 2 };
 
 template <int RELU> struct Packed {
   static constexpr int NB = RELU == RELU_ABS_SPLIT ? 2 : 1;  // reduce MFMAs per unit
   v8bf b[NB];
 };
+
+// RELU_F32: one unit's ReLU'd scores times this lane's 8 weights of the unit's 32 heads, into acc.
+// Item n of lane group g4 is head 16*(n/4) + 4*g4 + n%4, as pack_scores lays out the bf16 designs.
+DEVICE v2f relu_fma_unit(v4f s0, v4f s1, const v2f (&w)[4], v2f acc) {
+  const float a0 = s0.x, a1 = s0.y, a2 = s0.z, a3 = s0.w, b0 = s1.x, b1 = s1.y, b2 = s1.z, b3 = s1.w;
+  acc = __builtin_elementwise_fma((v2f){__builtin_fmaxf(a0, 0.0f), __builtin_fmaxf(a1, 0.0f)}, w[0], acc);
+  acc = __builtin_elementwise_fma((v2f){__builtin_fmaxf(a2, 0.0f), __builtin_fmaxf(a3, 0.0f)}, w[1], acc);
+  acc = __builtin_elementwise_fma((v2f){__builtin_fmaxf(b0, 0.0f), __builtin_fmaxf(b1, 0.0f)}, w[2], acc);
+  acc = __builtin_elementwise_fma((v2f){__builtin_fmaxf(b2, 0.0f), __builtin_fmaxf(b3, 0.0f)}, w[3], acc);
+  return acc;
+}
+
+// RELU_F32: per-lane partial sums of up to 4 rows (each over this lane's heads) -> lane group g4 holds the
+// whole sum of row ROW_OF_GROUP[g4]. Swap 32 pairs rows (0, 1) and (2, 3) across the lane halves, swap 16
+// pairs the results across neighbouring lane groups.
+DEVICE int row_of_group(int g4) { return ((g4 & 1) << 1) | (g4 >> 1); }
+DEVICE float swap32_sum(float a, float b) {
+  v2u s = __builtin_amdgcn_permlane32_swap(__builtin_bit_cast(unsigned, a), __builtin_bit_cast(unsigned, b), false, false);
+  unsigned x = s.x, y = s.y;  // scalars first (clang 22 ext-vector bit_cast issue, NOTES section 3)
+  return __builtin_bit_cast(float, x) + __builtin_bit_cast(float, y);
+}
+DEVICE float swap16_sum(float a, float b) {
+  v2u s = __builtin_amdgcn_permlane16_swap(__builtin_bit_cast(unsigned, a), __builtin_bit_cast(unsigned, b), false, false);
+  unsigned x = s.x, y = s.y;
+  return __builtin_bit_cast(float, x) + __builtin_bit_cast(float, y);
+}
+template <int BM>
+DEVICE float transpose_row_sums(const float (&part)[BM]) {
+  const float x01 = swap32_sum(part[0], BM > 1 ? part[1] : 0.0f);
+  const float x23 = BM > 2 ? swap32_sum(part[2], BM > 3 ? part[3] : 0.0f) : 0.0f;
+  return swap16_sum(x01, x23);
+}
 
 DEVICE v2s pack_bf16(float a, float b) {
   return __builtin_bit_cast(v2s, __builtin_convertvector((v2f){a, b}, v2bf));
@@ -439,10 +517,11 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
   if (union_hi <= union_lo) union_lo = union_hi = 0;
 
   // This lane's row in C register 0 (rows >= valid_rows never store: the out resource drops them).
+  const int my_row = RELU == RELU_F32 ? row_of_group(g4) : g4;
   RowWindow my = win[0];
 #pragma unroll
   for (int r = 1; r < BLOCK_M; ++r)
-    if (g4 == r) my = win[r];
+    if (my_row == r) my = win[r];
   const unsigned my_len = (unsigned)(my.end - my.start);
 
   const int tiles = (union_hi - union_lo + TILE - 1) / TILE;
@@ -452,14 +531,28 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
   // Q (A of the score MFMAs) and the block-diagonal weights (A of the reduce MFMAs) stay in registers.
   ScoreOp<D> q_op[BLOCK_M][HT];
   v8bf w_op[BLOCK_M][RT];
+  v2f w_f[RELU == RELU_F32 ? BLOCK_M : 1][RELU == RELU_F32 ? RT : 1][4];  // RELU_F32: this lane's fp32 weights
 #pragma unroll
   for (int r = 0; r < BLOCK_M; ++r) {
     const i64 m = win[r].valid ? m0 + r : 0;
 #pragma unroll
     for (int ht = 0; ht < HT; ++ht)
-      q_op[r][ht] = load_score_op_global<D>(q + (m * H + ht * 16 + j) * D + g4 * OPB);
+    {
+      // RELU_F32 needs no NaN fix: its ReLU maps a NaN score to 0 and its rows never share an MFMA.
+      const ScoreOp<D> op = load_score_op_global<D>(q + (m * H + ht * 16 + j) * D + g4 * OPB);
+      q_op[r][ht] = RELU == RELU_F32 ? op : zero_fp8_nans(op);
+    }
 #pragma unroll
     for (int rt = 0; rt < RT; ++rt) {
+      if constexpr (RELU == RELU_F32) {
+#pragma unroll
+        for (int n = 0; n < 8; n += 2) {
+          const float w0 = weights[m * H + 32 * rt + 16 * (n / 4) + 4 * g4 + n % 4];
+          const float w1 = weights[m * H + 32 * rt + 16 * (n / 4) + 4 * g4 + n % 4 + 1];
+          w_f[r][rt][n / 2] = (v2f){w0, w1};
+        }
+        continue;
+      }
       v8s w = {};
       if (j == 4 * r) {
         float f[8];
@@ -482,7 +575,7 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
   // Fixed per-lane offsets into the per-tile resources (bytes).
   const int k_voff = j * D + g4 * OPB;
   const int s_voff = j * 4;
-  const int o_voff = (int)((i64)g4 * out_row_stride * 4) + j * 4;
+  const int o_voff = (int)((i64)my_row * out_row_stride * 4) + j * 4;
   const int step = num_warps;  // tiles between consecutive tiles of one warp
 
   struct KTile {
@@ -538,6 +631,9 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
     Scores sc[U];
     Packed<RELU> b[U];
     v4f c[2][NB] = {};  // [token half][reduce MFMA of the unit]: one accumulator chain each
+    // RELU_F32: [token half][row] partial sums, two heads' chains per pair. (clang splits the first FMA of
+    // each chain into two scalar FMAs, from zero or not: 2 VALU per chain per tile more than the ideal.)
+    v2f facc[2][BLOCK_M] = {};
     sc[0] = first;
 #pragma unroll
     for (int k = 0; k < U; ++k) {
@@ -545,6 +641,15 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
         sc[k + 1] = score_unit(kt, k + 1);
       else
         first = score_unit(nk, 0);
+      if constexpr (RELU == RELU_F32) {
+        // Stage k = { S(k+1), V(k) }: V(k) reads S(k), issued a whole stage earlier.
+        facc[unit_h(k)][unit_r(k)] =
+            relu_fma_unit(sc[k].s[0], sc[k].s[1], w_f[unit_r(k)][unit_rt(k)], facc[unit_h(k)][unit_r(k)]);
+        __builtin_amdgcn_sched_group_barrier(0x008, SM, 0);
+        __builtin_amdgcn_sched_group_barrier(0x002, 12, 0);
+        __builtin_amdgcn_sched_barrier(SCHED_FENCE);
+        continue;
+      }
       if (k >= 1) {
         const int u = k - 1;
 #pragma unroll
@@ -567,22 +672,36 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
     const int out_bytes = t < tile_end ? (int)__builtin_elementwise_min(out_span, (i64)OUT_OF_RANGE) : 0;
     __amdgpu_buffer_rsrc_t orr = make_rsrc(out, row_off * 4, out_bytes);
     const bool steady = tok0 >= inter_lo && tok0 + TILE <= inter_hi;
-    {
-      const int u = U - 1;
-#pragma unroll
-      for (int i = 0; i < NB; ++i)
-        c[unit_h(u)][i] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)][i], 0, 0, 0);
-    }
     float logit[2];
+    if constexpr (RELU == RELU_F32) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float acc = c[h][0].x;
-      if constexpr (NB == 2) acc += c[h][1].x;
-      logit[h] = acc * kt.scale[h];
-    }  // DESIGN: kv-scale hoist, 1 mul / 16 tokens
-    __builtin_amdgcn_sched_group_barrier(0x004, 4, 0);
-    __builtin_amdgcn_sched_group_barrier(0x008, NB, 0);
-    __builtin_amdgcn_sched_group_barrier(0x004, 16, 0);
+      for (int h = 0; h < 2; ++h) {
+        float part[BLOCK_M];
+#pragma unroll
+        for (int r = 0; r < BLOCK_M; ++r) {
+          const v2f a = facc[h][r];
+          const float lo = a.x, hi = a.y;
+          part[r] = lo + hi;
+        }
+        logit[h] = transpose_row_sums<BLOCK_M>(part) * kt.scale[h];  // DESIGN: kv-scale hoist
+      }
+    } else {
+      {
+        const int u = U - 1;
+#pragma unroll
+        for (int i = 0; i < NB; ++i)
+          c[unit_h(u)][i] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)][i], 0, 0, 0);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float acc = c[h][0].x;
+        if constexpr (NB == 2) acc += c[h][1].x;
+        logit[h] = acc * kt.scale[h];
+      }  // DESIGN: kv-scale hoist, 1 mul / 16 tokens
+      __builtin_amdgcn_sched_group_barrier(0x004, 4, 0);
+      __builtin_amdgcn_sched_group_barrier(0x008, NB, 0);
+      __builtin_amdgcn_sched_group_barrier(0x004, 16, 0);
+    }
     if (__builtin_expect(steady, 1)) {
       // Every row's window covers the whole tile: plain stores, no masking (the steady state).
 #pragma unroll
@@ -653,8 +772,9 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
         (float GLOBAL*)out, out_row_stride, M, N, split_n, num_warps, flags);                          \
   }
 
-#define INSTANTIATE_MR_(H, D, BM, RELU, SUFFIX)                                                        \
-  KERNEL_ATTRS void fp8_mqa_logits_h##H##_d##D##_bm##BM##_##SUFFIX(                                          \
+#define INSTANTIATE_MR_(H, D, BM, RELU, SUFFIX) INSTANTIATE_MR_ATTRS(H, D, BM, RELU, SUFFIX, )
+#define INSTANTIATE_MR_ATTRS(H, D, BM, RELU, SUFFIX, ATTRS)                                            \
+  KERNEL_ATTRS ATTRS void fp8_mqa_logits_h##H##_d##D##_bm##BM##_##SUFFIX(                                    \
       const u8* q, const u8* k, const float* kv_scale, const float* weights, const int* cu_seqlen_ks,  \
       const int* cu_seqlen_ke, float* out, i64 out_row_stride, int M, int N, int split_n,              \
       int num_warps, int flags) {                                                                      \
@@ -666,6 +786,11 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
 
 #define INSTANTIATE_MR(H, D, BM) INSTANTIATE_MR_(H, D, BM, RELU_ABS_SPLIT, mr)
 #define INSTANTIATE_MRP(H, D, BM) INSTANTIATE_MR_(H, D, BM, RELU_PK_MAX, mrp)
+#define INSTANTIATE_MRF(H, D, BM) INSTANTIATE_MR_(H, D, BM, RELU_F32, mrf)
+// Instantiations told to fit 3 waves/SIMD (<= 168 VGPRs): build.py lists those that then still need no spill
+// (H=32, D=128, BLOCK_M 4: 170 -> 168 VGPRs, same instruction counts).
+#define INSTANTIATE_MRF3(H, D, BM) \
+  INSTANTIATE_MR_ATTRS(H, D, BM, RELU_F32, mrf, __attribute__((amdgpu_waves_per_eu(3))))
 
 #ifndef VARIANTS
 #define VARIANTS(X) X(32, 128, 4, 1)
@@ -679,3 +804,11 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
 VARIANTS(INSTANTIATE)
 MR_VARIANTS(INSTANTIATE_MR)
 MRP_VARIANTS(INSTANTIATE_MRP)
+#ifndef MRF_VARIANTS
+#define MRF_VARIANTS(X)
+#endif
+MRF_VARIANTS(INSTANTIATE_MRF)
+#ifndef MRF3_VARIANTS
+#define MRF3_VARIANTS(X)
+#endif
+MRF3_VARIANTS(INSTANTIATE_MRF3)

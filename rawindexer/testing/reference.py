@@ -45,6 +45,17 @@ def fp8_mqa_logits_ref(
         out[...] = -np.inf
     starts, ends = clamp_windows(cu_seqlen_ks, cu_seqlen_ke, N)
 
+    for m0, m1, lo, hi, inside, logits, _ in _chunks(q, k, kv_scale, weights, starts, ends, dtype, False):
+        block = out[m0:m1, lo:hi]
+        block[inside] = logits[inside]
+    return out
+
+
+def _chunks(q, k, kv_scale, weights, starts, ends, dtype, with_scale: bool):
+    """Per chunk of query rows: (m0, m1, lo, hi, inside [rows, hi-lo], logits, T or None) over the chunk's
+    key span [lo, hi) (the union of its rows' windows)."""
+    M, H, D = q.shape
+    N = k.shape[0]
     kf = decode_e4m3fn(k, dtype)
     scale = np.asarray(kv_scale, dtype=dtype)
     w = np.asarray(weights, dtype=dtype)
@@ -58,10 +69,29 @@ def fp8_mqa_logits_ref(
         hi = int(ends[m0:m1][live].max())
         qf = decode_e4m3fn(q[m0:m1], dtype).reshape(-1, D)
         scores = (qf @ kf[lo:hi].T).reshape(m1 - m0, H, hi - lo)
-        np.maximum(scores, 0, out=scores)
+        np.maximum(scores, 0, out=scores)  # NaN stays NaN
         logits = np.einsum("mhn,mh->mn", scores, w[m0:m1], optimize=True) * scale[lo:hi]
+        total = None
+        if with_scale:
+            total = np.einsum("mhn,mh->mn", scores, np.abs(w[m0:m1]), optimize=True) * scale[lo:hi]
         cols = np.arange(lo, hi)
         inside = (cols[None, :] >= starts[m0:m1, None]) & (cols[None, :] < ends[m0:m1, None])
-        block = out[m0:m1, lo:hi]
-        block[inside] = logits[inside]
-    return out
+        yield m0, m1, lo, hi, inside, logits, total
+
+
+def fp8_mqa_logits_ref_with_scale(q: np.ndarray, k: np.ndarray, kv_scale: np.ndarray, weights: np.ndarray,
+                                  cu_seqlen_ks: np.ndarray, cu_seqlen_ke: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ref, T), both [M, N] float64: the float64 reference (-inf outside each row's window) and the
+    summation's own scale T[m, n] = kv_scale[n] * sum_h |relu(<q[m,h], k[n]>) * weights[m,h]| (0 outside
+    the window), against which rawindexer.testing.grading.logit_gate judges each logit's error."""
+    M, H, D = q.shape
+    N = k.shape[0]
+    if k.shape != (N, D) or kv_scale.shape != (N,) or weights.shape != (M, H):
+        raise ValueError(f"shapes disagree: q {q.shape}, k {k.shape}, kv_scale {kv_scale.shape}, weights {weights.shape}")
+    starts, ends = clamp_windows(cu_seqlen_ks, cu_seqlen_ke, N)
+    ref = np.full((M, N), -np.inf)
+    total = np.zeros((M, N))
+    for m0, m1, lo, hi, inside, logits, t in _chunks(q, k, kv_scale, weights, starts, ends, np.float64, True):
+        ref[m0:m1, lo:hi][inside] = logits[inside]
+        total[m0:m1, lo:hi][inside] = t[inside]
+    return ref, total

@@ -5,8 +5,11 @@ modes of rawindexer.testing.windows, through the public API on torch CUDA tensor
 plain-torch implementation (rawindexer.testing.torch_reference.torch_fp8_mqa_logits: f32 scores of the same fp8 inputs,
 exact products) with the gates of rawindexer.testing.grading, computed in torch so the 134M-element chunks stay fast:
 NaN-poisoned output, exact -inf mask equality, calc_diff < 1e-3 in float64 on finite entries, and for
-clean_logits=False every position outside the window still holding the poison. Cases dropped for lack of
-memory are listed by name.
+clean_logits=False every position outside the window still holding the poison; and the per-logit gate of
+rawindexer.testing.grading (issue 15): every in-window |out - ref| <= 1e-5 * T against the float64 result of the
+same fp8 inputs, T = kv_scale[n] * sum_h |relu(<q, k>) * w| (computed in float64 on the GPU, by row chunks).
+Cases dropped for lack of memory are listed by name. The NaN/Inf contract (docs/NUMERICS.md) has its own
+tests below: a non-finite value in one row's q or weights changes no other row, bitwise.
 
 Also runnable as a script (what the device runs): ``python tests/gpu/test_cuda_gpu.py [--quick|--full]
 [--sanitizer-subset] [--log FILE]``.
@@ -29,6 +32,15 @@ HEADS = (32, 64, 128)
 DIMS = (64, 128)
 MODES = ("causal", "cp", "misaligned", "empty", "past_end", "multi_req")
 TOL = 1e-3
+LOGIT_EPS = 1e-5  # rawindexer.testing.grading.LOGIT_EPS: the per-logit gate of the default designs
+
+
+def sm90_logit_eps(impl: str) -> float:
+    """The per-logit gate of an sm_90a implementation ("api" = the default one): Sm90Family's LOGIT_EPS."""
+    from rawindexer.dispatch.sm90 import DEFAULT_IMPL
+    from rawindexer.dispatch.sm90 import LOGIT_EPS as SM90_EPS
+
+    return SM90_EPS[DEFAULT_IMPL if impl == "api" else impl]
 
 
 def _windows(mode: str, M: int, N: int, seed: int):
@@ -65,6 +77,43 @@ def grade_gpu(out, ref, ks, ke, clean: bool) -> tuple[bool, str]:
                 f"written-outside {overwritten}")
 
 
+def logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps: float = LOGIT_EPS) -> tuple[bool, float, str]:
+    """rawindexer.testing.grading.logit_gate in torch on the GPU, float64, by row chunks of ~1 GiB of scores:
+    (ok, worst |out - ref| / T over in-window logits, message). T == 0 demands out == ref exactly."""
+    import torch
+
+    M, H, D = q.shape
+    N = k.shape[0]
+    kf = k.to(torch.float64)
+    s_all = ks.to(torch.int64).clamp(0, N)
+    e_all = torch.maximum(ke.to(torch.int64).clamp(0, N), s_all)
+    rows = max(1, (1 << 30) // max(1, H * N * 8))
+    worst, failing, where = 0.0, 0, None
+    cols = torch.arange(N, device=q.device)
+    for m0 in range(0, M, rows):
+        m1 = min(M, m0 + rows)
+        scores = torch.einsum("mhd,nd->mhn", q[m0:m1].to(torch.float64), kf).clamp_min_(0)
+        w = weights[m0:m1].to(torch.float64)
+        scale = kv_scale.to(torch.float64)
+        ref = torch.einsum("mhn,mh->mn", scores, w) * scale
+        total = torch.einsum("mhn,mh->mn", scores, w.abs()) * scale
+        del scores
+        inside = (cols[None, :] >= s_all[m0:m1, None]) & (cols[None, :] < e_all[m0:m1, None])
+        got = out[m0:m1].to(torch.float64)
+        err = (got - ref).abs()
+        rel = torch.where(total > 0, err / torch.where(total > 0, total, torch.ones_like(total)),
+                          torch.where(err == 0, torch.zeros_like(err), torch.full_like(err, float("inf"))))
+        rel = torch.where(torch.isfinite(got) | ~torch.isfinite(ref), rel, torch.full_like(rel, float("inf")))
+        rel = torch.where(inside, rel, torch.zeros_like(rel))
+        failing += int((rel > eps).sum())
+        chunk_worst = float(rel.max()) if rel.numel() else 0.0
+        if chunk_worst > worst:
+            idx = int(rel.argmax())
+            worst, where = chunk_worst, (m0 + idx // N, idx % N)
+    ok = failing == 0
+    return ok, worst, f"logit gate eps {eps:.0e}: worst {worst:.2e} at {where}, failing {failing}"
+
+
 def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: int = 0,
              repeat_check: bool = False, impl: str = "api") -> list[tuple[bool, str]]:
     """Both clean_logits settings of one (shape, heads, dim, mode); returns [(ok, message)] per setting."""
@@ -86,6 +135,8 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
             launch_direct(impl, q, k, kv_scale, weights, ks, ke, out, clean)
         torch.cuda.synchronize()
         ok, msg = grade_gpu(out, ref, ks, ke, clean)
+        gate_ok, _, gate_msg = logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps=sm90_logit_eps(impl))
+        ok, msg = ok and gate_ok, f"{msg} | {gate_msg}"
         if stride_pad and not torch.isnan(big[:, N:]).all():
             ok, msg = False, msg + " | wrote into the row padding"
         if repeat_check and ok:
@@ -196,6 +247,78 @@ def test_mma_path_small():
     passed, total, failures, _ = sweep([(17, 76), (61, 1024), (1024, 1560)], HEADS, DIMS, MODES,
                                        log=lambda s: None, impl="mma")
     assert not failures, "\n".join(failures[:20])
+
+
+# ---------------------------------------------------------------------------------------------------
+# NaN/Inf contract (docs/NUMERICS.md) on the sm_90a twin: a NaN fp8 byte in one row's q or a NaN weight in
+# one row changes no other row (bitwise); a NaN K byte at key n or a NaN kv_scale[n] changes column n only.
+# The poisoned row itself: a NaN score is dropped by the ReLU (fmaxf(NaN, 0) = 0), i.e. the row equals a
+# clean run with that head's weight set to 0; a NaN weight makes the row's in-window logits NaN.
+# ---------------------------------------------------------------------------------------------------
+def nan_contract_case(M: int, N: int, H: int, D: int, seed: int, impl: str = "api") -> tuple[bool, str]:
+    import torch
+
+    g = np.random.default_rng(seed)
+    ks_np = g.integers(-3, 5, M).astype(np.int32)
+    ke_np = g.integers(N - 5, N + 3, M).astype(np.int32)
+    from rawindexer.bench import make_inputs
+
+    q, k, kv_scale, weights, ks, ke = make_inputs(M, N, H, D, ks_np, ke_np, seed)
+    r_q, r_w = (int(x) for x in g.choice(M, 2, replace=False))
+    n_k, n_s = (int(x) for x in g.choice(N, 2, replace=False))
+    h = int(g.integers(H))
+    qb, kb = q.view(torch.uint8).clone(), k.view(torch.uint8).clone()
+    qb[r_q, h, int(g.integers(D))] = int(g.choice([0x7F, 0xFF]))
+    kb[n_k, int(g.integers(D))] = int(g.choice([0x7F, 0xFF]))
+    bad_w, bad_s = weights.clone(), kv_scale.clone()
+    bad_w[r_w, int(g.integers(H))] = float("nan")
+    bad_s[n_s] = float("nan")
+    dropped_w = weights.clone()
+    dropped_w[r_q, h] = 0.0  # the clean run: the poisoned head of row r_q contributes nothing
+
+    def launch(qq, kk, ss, ww, clean):
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float32)
+        if impl == "api":
+            import rawindexer
+            rawindexer.fp8_mqa_logits(qq.view(torch.float8_e4m3fn), kk.view(torch.float8_e4m3fn), ss, ww, ks, ke,
+                                      clean_logits=clean, out=out)
+        else:
+            launch_direct(impl, qq.view(torch.float8_e4m3fn), kk.view(torch.float8_e4m3fn), ss, ww, ks, ke, out, clean)
+        torch.cuda.synchronize()
+        return out
+
+    msgs = []
+    for clean in (True, False):
+        got = launch(qb, kb, bad_s, bad_w, clean)
+        ref = launch(q.view(torch.uint8), k.view(torch.uint8), kv_scale, dropped_w, clean)
+        cols = torch.ones(N, dtype=torch.bool, device="cuda")
+        cols[[n_k, n_s]] = False
+        rows = torch.ones(M, dtype=torch.bool, device="cuda")
+        rows[r_w] = False
+        a, b = got[rows][:, cols], ref[rows][:, cols]
+        if not torch.equal(torch.nan_to_num(a, nan=7.0), torch.nan_to_num(b, nan=7.0)) or \
+                not torch.equal(torch.isnan(a), torch.isnan(b)):
+            bad = (torch.nan_to_num(a, nan=7.0) != torch.nan_to_num(b, nan=7.0)).nonzero()[:5].tolist()
+            msgs.append(f"clean={clean}: values outside the poisoned row/columns changed (first at {bad})")
+        lo, hi = max(0, int(ks_np[r_w])), min(N, int(ke_np[r_w]))
+        if not torch.isnan(got[r_w, lo:hi]).all():
+            msgs.append(f"clean={clean}: a NaN weight left finite logits in its row {r_w}")
+        inside = torch.from_numpy((ks_np <= n_s) & (n_s < ke_np)).cuda()
+        if not torch.isnan(got[inside, n_s]).all():
+            msgs.append(f"clean={clean}: a NaN kv_scale[{n_s}] left finite logits in its column")
+    label = f"{impl} M={M} N={N} H={H} D={D} q-row {r_q} w-row {r_w} K key {n_k} scale key {n_s}"
+    return (not msgs), f"{label}: " + ("; ".join(msgs) if msgs else "ok")
+
+
+NAN_CASES = [(M, N, H, D) for (M, N) in ((7, 100), (64, 333)) for H in HEADS for D in DIMS]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("impl", ["api", "mma"])
+def test_nan_contract_sm90(impl):
+    _need_gpu()
+    results = [nan_contract_case(M, N, H, D, seed=M + N + H + D, impl=impl) for M, N, H, D in NAN_CASES]
+    assert all(ok for ok, _ in results), "\n".join(m for ok, m in results if not ok)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -357,6 +480,7 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="all 14 shapes")
     parser.add_argument("--mma", action="store_true", help="also the mma.sync path on small shapes")
     parser.add_argument("--interop", action="store_true", help="only the torch / CuPy / JAX interop checks")
+    parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api and mma)")
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
     parser.add_argument("--log", type=Path, default=None)
     args = parser.parse_args()
@@ -368,6 +492,15 @@ def main() -> int:
             logf.write(s + "\n")
             logf.flush()
 
+    if args.nan:
+        fails = 0
+        for impl in ("api", "mma"):
+            for M, N, H, D in NAN_CASES:
+                ok, msg = nan_contract_case(M, N, H, D, seed=M + N + H + D, impl=impl)
+                fails += not ok
+                log(f"{'PASS' if ok else 'FAIL'} nan contract {msg}")
+        log(f"nan contract: {fails} failing case(s)")
+        return 1 if fails else 0
     if args.interop:
         fails = 0
         for fn in (interop_torch, interop_cupy, interop_jax):

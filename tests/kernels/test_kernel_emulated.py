@@ -2,7 +2,9 @@
 
 Every case goes through the public API with numpy arrays (the CPU device is the emulator), on a
 NaN-poisoned output, with memcheck on (the emulator registers exactly the operands' spans), graded by
-the exact -inf mask and calc_diff < 1e-3 against the numpy reference.
+the exact -inf mask and calc_diff < 1e-3 against the numpy reference, and by the per-logit gate
+|out - ref| <= eps * T against the float64 result of the same fp8 inputs (eps = 1e-5 for the default
+design, each design's documented bound otherwise: rawindexer.dispatch.gfx950.LOGIT_EPS).
 """
 import itertools
 
@@ -11,8 +13,10 @@ import pytest
 
 import rawindexer
 from rawindexer.fp8 import random_e4m3fn
-from rawindexer.testing.grading import grade
-from rawindexer.testing.reference import fp8_mqa_logits_ref
+from rawindexer.dispatch.base import Tunables
+from rawindexer.dispatch.gfx950 import LOGIT_EPS, Gfx950Family
+from rawindexer.testing.grading import grade, logit_gate
+from rawindexer.testing.reference import fp8_mqa_logits_ref, fp8_mqa_logits_ref_with_scale
 from rawindexer.testing.windows import WINDOW_MODES, WindowNotApplicable, make_windows
 
 HEAD_SHAPES = [(h, d) for h in (32, 64, 128) for d in (64, 128)]
@@ -43,9 +47,28 @@ def run_case(rng, M, N, H, D, mode, clean, pad=0, **tunables):
                              ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], clean, dtype=np.float64)
     g = grade(out, ref, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], clean)
     assert g.ok, f"({M}, {N}, H={H}, D={D}, {mode}, clean={clean}, {tunables}): {g.message}"
+    assert_logit_gate(ops, out, H, D, tunables.get("variant"), f"({M}, {N}, H={H}, D={D}, {mode}, {tunables})")
     if pad:
         assert np.isnan(storage[:, N:]).all(), "the kernel wrote into the row padding"
     return ops, out
+
+
+def design_eps(heads, head_dim, variant=None):
+    """The per-logit gate's eps of the design that runs (the default when ``variant`` is None)."""
+    return LOGIT_EPS[Gfx950Family().path(Tunables(variant=variant), heads, head_dim)]
+
+
+def assert_logit_gate(ops, out, heads, head_dim, variant, label):
+    ref, scale = fp8_mqa_logits_ref_with_scale(ops["q_fp8"], ops["k_fp8"], ops["kv_scale"], ops["weights"],
+                                               ops["cu_seqlen_ks"], ops["cu_seqlen_ke"])
+    gate = logit_gate(out, ref, scale, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], design_eps(heads, head_dim, variant))
+    assert gate.ok, f"{label}: {gate.message}"
+    return gate
+
+
+def test_default_design_is_fp32_class_at_every_head_shape():
+    for h, d in HEAD_SHAPES:
+        assert design_eps(h, d) <= 1e-5, (h, d)
 
 
 @pytest.mark.parametrize("heads,head_dim", HEAD_SHAPES)
@@ -98,7 +121,8 @@ def test_tunables(rng, variant, heads, head_dim, block_m):
     # unroll2, reverse_rows), so repeated runs cover the whole grid.
     split_n = int(rng.integers(1, 5))
     num_warps = int(rng.integers(1, 9))
-    unroll2 = bool(rng.integers(2)) if variant == "seed" else None  # the MFMA-reduce loops always pipeline
+    built = {u for bm, u in Gfx950Family().variants(heads, head_dim, variant) if bm == block_m}
+    unroll2 = bool(rng.integers(2)) if variant == "seed" and 2 in built else None  # MFMA-reduce loops always pipeline
     reverse = bool(rng.integers(2))
     mode = WINDOW_MODES[int(rng.integers(len(WINDOW_MODES)))]
     M, N = (6 * block_m, 96 * block_m) if mode == "cp" else (int(rng.integers(1, 4 * block_m + 3)), int(rng.integers(40, 300)))

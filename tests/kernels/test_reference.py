@@ -155,3 +155,66 @@ def test_calc_diff_and_grade_catch_what_they_should(rng):
     stray[~window_mask(ks, ke, N)] = 0.0  # clean=False: writing outside the window is a failure
     g = grade(stray, ref, ks, ke, False)
     assert isinstance(g, Grade) and not g.ok and g.overwritten > 0
+
+
+# ---- the per-logit gate (issue 15) ----
+from rawindexer.testing.grading import LOGIT_EPS, logit_gate, worst_eps  # noqa: E402
+from rawindexer.testing.reference import fp8_mqa_logits_ref_with_scale  # noqa: E402
+
+
+def naive_scale(q, k, kv_scale, weights, ks, ke):
+    """T[m, n] = kv_scale[n] * sum_h |relu(<q[m,h], k[n]>) * weights[m,h]| in the window, 0 outside."""
+    M, H, D = q.shape
+    N = k.shape[0]
+    qf, kf = decode_e4m3fn(q, np.float64), decode_e4m3fn(k, np.float64)
+    out = np.zeros((M, N))
+    for m in range(M):
+        lo, hi = max(0, min(int(ks[m]), N)), max(0, min(int(ke[m]), N))
+        for n in range(lo, hi):
+            out[m, n] = sum(abs(max(float(qf[m, h] @ kf[n]), 0.0) * float(weights[m, h])) for h in range(H)) * float(kv_scale[n])
+    return out
+
+
+def test_reference_with_scale_equals_the_definition(rng):
+    M, N, H, D = 9, 40, 32, 64
+    ks, ke = make_windows("misaligned", M, N, rng)
+    q, k, s, w = random_inputs(rng, M, N, H, D)
+    ref, total = fp8_mqa_logits_ref_with_scale(q, k, s, w, ks, ke)
+    expected = naive_logits(q, k, s, w, ks, ke, True)
+    assert np.array_equal(np.isneginf(ref), np.isneginf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(ref[finite], expected[finite], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(total, naive_scale(q, k, s, w, ks, ke), rtol=1e-12, atol=1e-12)
+    assert (total[finite] >= np.abs(ref[finite]) * (1 - 1e-12)).all()
+
+
+def test_logit_gate_judges_each_logit_by_its_own_scale(rng):
+    M, N, H, D = 6, 50, 32, 64
+    ks, ke = make_windows("causal", M, N, rng)
+    q, k, s, w = random_inputs(rng, M, N, H, D)
+    ref, total = fp8_mqa_logits_ref_with_scale(q, k, s, w, ks, ke)
+    exact32 = ref.astype(np.float32)
+    gate = logit_gate(exact32, ref, total, ks, ke)
+    assert gate.ok and gate.worst < 1e-7 and worst_eps(exact32, ref, total, ks, ke) == gate.worst
+    inside = np.argwhere(np.isfinite(ref) & (total > 0))
+    m, n = inside[rng.integers(len(inside))]
+    bumped = exact32.copy()
+    bumped[m, n] = np.float32(ref[m, n] + 3 * LOGIT_EPS * total[m, n])
+    gate = logit_gate(bumped, ref, total, ks, ke)
+    assert not gate.ok and gate.failing == 1 and gate.worst_at == (m, n) and 2.9e-5 < gate.worst < 3.1e-5
+    assert logit_gate(bumped, ref, total, ks, ke, eps=4e-5).ok
+    # Non-finite output where the reference is finite fails; anything outside the window is not judged.
+    nan_in = exact32.copy()
+    nan_in[m, n] = np.nan
+    assert logit_gate(nan_in, ref, total, ks, ke).worst == np.inf
+    outside = np.argwhere(~np.isfinite(ref))
+    junk = exact32.copy()
+    junk[tuple(outside[0])] = 12345.0
+    assert logit_gate(junk, ref, total, ks, ke).ok
+
+
+def test_logit_gate_demands_exact_zero_where_every_term_is_zero():
+    ks, ke = np.array([0], np.int32), np.array([2], np.int32)
+    ref, total = np.array([[0.0, 1.0]]), np.array([[0.0, 1.0]])
+    assert logit_gate(np.array([[0.0, 1.0]], np.float32), ref, total, ks, ke).ok
+    assert not logit_gate(np.array([[1e-30, 1.0]], np.float32), ref, total, ks, ke).ok
