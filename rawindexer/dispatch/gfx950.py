@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from .. import registry
 from .base import KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
 
 TILE_N = 32          # tokens per MFMA tile
@@ -33,17 +34,18 @@ FLAG_REVERSE_ROWS = 2
 #: Waves per SIMD the default BLOCK_M aims at (the register file decides; see default_block_m).
 TARGET_WAVES = 3
 SIMDS_PER_CU = 4
-PATHS = ("seed", "mr", "mrp", "mrf")
+#: the designs (rawindexer/registry.py declares them; "path" is this module's older word for a design)
+PATHS = registry.designs(registry.PREFILL, registry.GFX950)
 #: The path the heuristic uses unless RAWINDEXER_GFX950_PATH says otherwise, in order of preference.
 #: Accuracy decides first (issue 15): only designs meeting the per-logit gate at eps 1e-5 qualify; of those,
 #: "mrf" has the better static levers at every (H, D) (docs/PROFILE.md).
-DEFAULT_PATHS = ("mrf", "seed")
+DEFAULT_PATHS = registry.default_designs(registry.PREFILL, registry.GFX950)  # ("mrf", "seed")
 #: Per-logit gate of each design (|out - ref| <= eps * T, rawindexer.testing.grading.logit_gate): the bound the
 #: tests hold each design to. fp32 FMA accumulation: 1e-5 with room (measured worst ~1e-7). bf16 terms:
 #: the score and the weight each rounded to bf16 (2^-9 relative each), ~2^-8 per term (the fuzz measured up
 #: to 5.5e-3 with the fp32 accumulations); measured
 #: worst values are in docs/PROFILE.md.
-LOGIT_EPS = {"seed": 1e-5, "mr": 1e-2, "mrp": 1e-2, "mrf": 1e-5}
+LOGIT_EPS = registry.logit_eps(registry.PREFILL, registry.GFX950)
 
 
 class Gfx950Family(KernelFamily):
