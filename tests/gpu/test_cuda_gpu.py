@@ -218,6 +218,22 @@ def sweep(shapes, heads, dims, modes, log, impl: str = "api") -> tuple[int, int,
 # ---------------------------------------------------------------------------------------------------
 # pytest entry points (gpu marker: deselected in CI)
 # ---------------------------------------------------------------------------------------------------
+def run_checks(fns, title: str) -> int:
+    """Script mode of the GPU files: run each check function (a list of (ok, message) each), print PASS/FAIL
+    lines and a count; exit status 1 when any failed."""
+    fails = 0
+    for fn in fns:
+        try:
+            res = fn()
+        except Exception as exc:  # noqa: BLE001
+            res = [(False, f"{fn.__name__}: {type(exc).__name__}: {exc}")]
+        for ok, msg in res:
+            fails += not ok
+            print(f"{'PASS' if ok else 'FAIL'} {msg}", flush=True)
+    print(f"{title}: {fails} failing check(s)")
+    return 1 if fails else 0
+
+
 def _need_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from test_cuda_gpu import _need_gpu, _windows, grade_gpu  # noqa: E402
+from test_cuda_gpu import _need_gpu, _windows, grade_gpu, run_checks  # noqa: E402
 
 SHAPE = (512, 4096, 64, 128)  # M, N, H, D
 
@@ -132,17 +132,7 @@ def test_cupy_graph_capture_and_replay():
 
 
 def main() -> int:
-    fails = 0
-    for fn in (graph_torch, graph_cupy):
-        try:
-            res = fn()
-        except Exception as exc:  # noqa: BLE001
-            res = [(False, f"{fn.__name__}: {type(exc).__name__}: {exc}")]
-        for ok, msg in res:
-            fails += not ok
-            print(f"{'PASS' if ok else 'FAIL'} {msg}", flush=True)
-    print(f"graph capture: {fails} failing check(s)")
-    return 1 if fails else 0
+    return run_checks((graph_torch, graph_cupy), "graph capture")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from test_cuda_gpu import _windows, grade_gpu  # noqa: E402
+from test_cuda_gpu import _windows, grade_gpu, run_checks  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.two_gpus]
 SHAPE = (1024, 4096, 64, 128)  # M, N, H, D: ~tens of us, long enough that a misordered launch shows
@@ -213,17 +213,7 @@ def main() -> int:
     if torch.cuda.device_count() < 2:
         print(f"SKIP: {torch.cuda.device_count()} GPU(s); needs two")
         return 0
-    fails = 0
-    for fn in (torch_on_device_1, cupy_on_device_1, two_threads, mixed_devices):
-        try:
-            res = fn()
-        except Exception as exc:  # noqa: BLE001
-            res = [(False, f"{fn.__name__}: {type(exc).__name__}: {exc}")]
-        for ok, msg in res:
-            fails += not ok
-            print(f"{'PASS' if ok else 'FAIL'} {msg}", flush=True)
-    print(f"two GPUs: {fails} failing check(s)")
-    return 1 if fails else 0
+    return run_checks((torch_on_device_1, cupy_on_device_1, two_threads, mixed_devices), "two GPUs")
 
 
 if __name__ == "__main__":

@@ -5,25 +5,15 @@ import numpy as np
 import pytest
 
 import rawindexer
-from rawindexer.fp8 import random_e4m3fn
-from rawindexer.testing.grading import grade
-from rawindexer.testing.reference import fp8_mqa_logits_ref
+from rawindexer.testing.inputs import check_logits as check
+from rawindexer.testing.inputs import random_inputs
 from rawindexer.testing.windows import make_windows
 
 M, N, H, D = 11, 90, 32, 128
 
 
 def host_inputs(rng):
-    ks, ke = make_windows("multi_req", M, N, rng)
-    return dict(q_fp8=random_e4m3fn(rng, (M, H, D)), k_fp8=random_e4m3fn(rng, (N, D)),
-                kv_scale=rng.uniform(0, 2, N).astype(np.float32),
-                weights=rng.standard_normal((M, H)).astype(np.float32), cu_seqlen_ks=ks, cu_seqlen_ke=ke)
-
-
-def check(host, out, clean=True):
-    ref = fp8_mqa_logits_ref(*host.values(), clean, dtype=np.float64)
-    g = grade(np.asarray(out), ref, host["cu_seqlen_ks"], host["cu_seqlen_ke"], clean)
-    assert g.ok, g.message
+    return random_inputs(rng, M, N, H, D, *make_windows("multi_req", M, N, rng))
 
 
 def test_numpy_in_numpy_out(rng):

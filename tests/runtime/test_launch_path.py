@@ -12,9 +12,8 @@ import pytest
 
 import rawindexer
 from rawindexer import api, dlpack
-from rawindexer.fp8 import random_e4m3fn
-from rawindexer.testing.grading import grade
-from rawindexer.testing.reference import fp8_mqa_logits_ref
+from rawindexer.testing.inputs import check_logits as check
+from rawindexer.testing.inputs import random_inputs
 from rawindexer.validation import ValidationError
 
 from fake_cuda import CTX_BASE, install, stream_of, use_raw_route
@@ -31,17 +30,7 @@ needs_sm90 = pytest.mark.skipif(not _has_sm90(), reason="build/ has no sm_90a ta
 
 
 def host_inputs(rng, M=6, N=70, H=32, D=128):
-    ks = np.zeros(M, np.int32)
-    ke = (np.arange(M) + N - M + 1).astype(np.int32)
-    return dict(q_fp8=random_e4m3fn(rng, (M, H, D)), k_fp8=random_e4m3fn(rng, (N, D)),
-                kv_scale=rng.uniform(0, 2, N).astype(np.float32),
-                weights=rng.standard_normal((M, H)).astype(np.float32), cu_seqlen_ks=ks, cu_seqlen_ke=ke)
-
-
-def check(host, out, clean=True):
-    ref = fp8_mqa_logits_ref(*host.values(), clean, dtype=np.float64)
-    g = grade(np.asarray(out), ref, host["cu_seqlen_ks"], host["cu_seqlen_ke"], clean)
-    assert g.ok, g.message
+    return random_inputs(rng, M, N, H, D, np.zeros(M, np.int32), (np.arange(M) + N - M + 1).astype(np.int32))
 
 
 # ---------------------------------------------------------------------------------------------------
