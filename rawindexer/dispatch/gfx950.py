@@ -63,7 +63,7 @@ class Gfx950Family(KernelFamily):
         return out
 
     def is_supported(self, heads: int, head_dim: int) -> bool:
-        return bool(self.variants(heads, head_dim, "seed") or self.variants(heads, head_dim, "mr"))
+        return any(self.variants(heads, head_dim, design) for design in PATHS)
 
     def path(self, tunables: Tunables | None = None, heads: int = 32, head_dim: int = 128) -> str:
         """The kernel path in use: ``tunables.variant``, else RAWINDEXER_GFX950_PATH, else the first of
