@@ -364,9 +364,10 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
 
 
 def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kernel_dir: Path | None = None,
-               tools: CudaToolchain | None = None) -> Path:
-    """Compile every sm_90a variant into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
-    its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path."""
+               tools: CudaToolchain | None = None, source: Path = SM90_SOURCE) -> Path:
+    """Compile every sm_90a instance into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
+    its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path. ``source``:
+    the shipped kernels by default; bench/exp_sm90.py passes the experiments' source (built on request)."""
     tools = tools or cuda_toolchain()
     if shutil.which("g++") is None:  # ziglang's clang++ is no substitute: CUDA's headers reject its libc++
         raise RuntimeError("nvcc needs a host C++ compiler on PATH for its preprocessing: install g++ "
@@ -379,7 +380,7 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
     with tempfile.TemporaryDirectory(prefix="rawindexer-sm90-") as tmp:
         # nvcc splits -D values on commas, so the variant list travels in a one-line wrapper source.
         wrapper = Path(tmp) / "fp8_mqa_logits_sm90_variants.cu"
-        wrapper.write_text(f"#define VARIANTS(X) {table}\n#include \"{SM90_SOURCE}\"\n")
+        wrapper.write_text(f"#define VARIANTS(X) {table}\n#include \"{source}\"\n")
         tmp_cubin = Path(tmp) / SM90_CUBIN
         proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
                               capture_output=True, text=True)

@@ -96,12 +96,7 @@ def build(exp: ExperimentSet) -> None:
     """Compile the set's variants from the experiments source into exp.out (cubin, ptxas report, manifest)."""
     import build as b
 
-    production = b.SM90_SOURCE
-    b.SM90_SOURCE = EXPERIMENTS_SOURCE  # build_sm90 compiles whatever source this names
-    try:
-        path = b.build_sm90(exp.out, [b.Sm90Variant(*v) for v in exp.variants])
-    finally:
-        b.SM90_SOURCE = production
+    path = b.build_sm90(exp.out, [b.Sm90Variant(*v) for v in exp.variants], source=EXPERIMENTS_SOURCE)
     kernels = json.loads(path.read_text())["targets"][b.SM90_ARCH]["kernels"]
     print(f"built {len(kernels)} experimental sm_90a kernels -> {exp.out}")
     for name, k in kernels.items():

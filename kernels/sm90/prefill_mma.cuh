@@ -61,12 +61,11 @@ __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, co
                                                     i64 out_row_stride, int M, int N, int split_n, int num_warps,
                                                     int flags) {
   static_assert(H % FRAG_HEADS == 0 && D % 64 == 0, "H must be a multiple of 8 and D of 64");
-  static_assert(U == 2 || U == 4, "U is 2 or 4 fragments");
+  static_assert(U == 2, "U: 16-token MMA fragments per warp tile; 2 is the one built (32-token tiles)");
   constexpr int HT = H / FRAG_HEADS;  // head tiles (B fragments) per row
   constexpr int NCH = D / 64;         // 16-byte chunks per lane per row: D/4 bytes each
   constexpr int TILE = FRAG_TOKENS * U;
   constexpr int QFRAGS = BM * HT * NCH;  // uint4 per lane for the block's Q
-  constexpr bool PREFETCH = false;  // a register prefetch cost 60 registers and spilled H >= 64 (ptxas -v)
   static_assert(QFRAGS * WARP * 16 + BM * H * 4 <= 48 * 1024, "Q + weights must fit static shared memory");
 
   // Q in fragment order: [row][head tile][chunk][lane] uint4, so each warp-wide 16-byte read is 512
@@ -122,19 +121,13 @@ __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, co
   const int tile_begin = (int)((i64)tiles * split / split_n);
   const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
 
-  KTile<U, NCH> cur, nxt;
+  // One tile in registers at a time: a register prefetch of the next cost 60 registers and spilled H >= 64 (ptxas -v).
+  KTile<U, NCH> cur;
   int t = tile_begin + warp;
-  if (PREFETCH && t < tile_end) load_tile<D, U, NCH>(nxt, k, kv_scale, lo + t * TILE, hi, gid, tig);
 
   for (; t < tile_end; t += num_warps) {
     const int base = lo + t * TILE;
-    if (PREFETCH) {
-      cur = nxt;
-      const int tn = t + num_warps;
-      if (tn < tile_end) load_tile<D, U, NCH>(nxt, k, kv_scale, lo + tn * TILE, hi, gid, tig);
-    } else {
-      load_tile<D, U, NCH>(cur, k, kv_scale, base, hi, gid, tig);
-    }
+    load_tile<D, U, NCH>(cur, k, kv_scale, base, hi, gid, tig);
 
 #pragma unroll 1
     for (int r = 0; r < nrows; ++r) {
