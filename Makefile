@@ -11,10 +11,12 @@ CUBIN   := $(KERNELS)/fp8_mqa_logits.sm90a.cubin
 DIST    := dist
 PAGED_HSACO := $(KERNELS)/fp8_paged_mqa_logits.gfx950.hsaco
 PAGED_CUBIN := $(KERNELS)/fp8_paged_mqa_logits.sm90a.cubin
+HSACO942 := $(KERNELS)/fp8_mqa_logits.gfx942.hsaco
+PAGED_HSACO942 := $(KERNELS)/fp8_paged_mqa_logits.gfx942.hsaco
 
 .PHONY: all install install-test test test-fast wheel clean
 
-all: $(HSACO) $(CUBIN) $(PAGED_HSACO) $(PAGED_CUBIN)
+all: $(HSACO) $(CUBIN) $(PAGED_HSACO) $(PAGED_CUBIN) $(HSACO942) $(PAGED_HSACO942)
 
 # Checked every time (cheap), installed only when something is missing from *this* Python. The sm_90a
 # toolkit (nvcc from PyPI) is installed by build.py itself, and only where no nvcc is on PATH.
@@ -27,7 +29,7 @@ install-test: install
 	@$(PYTHON) -c "import torch, jax, triton, hip" 2>/dev/null || $(PYTHON) -m pip install -q -e ".[test,interop]"
 
 # gfx950: hipcc where ROCm is installed, else clang from the pinned ziglang package.
-$(HSACO): kernels/fp8_mqa_logits.hip build.py rawindexer/registry.py rawindexer/codeobject.py | install
+$(HSACO): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/registry.py rawindexer/codeobject.py | install
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS)
 
 # sm_90a: nvcc on PATH, else the pinned NVIDIA PyPI toolkit (RAWINDEXER_FORCE_PYPI_NVCC=1 forces it).
@@ -36,11 +38,19 @@ $(CUBIN): kernels/fp8_mqa_logits_sm90.cu $(wildcard kernels/sm90/*.cuh) build.py
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --target sm_90a
 
 # fp8_paged_mqa_logits (decode): its own code objects, merged into the manifest after the prefill ones.
-$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(CUBIN)
+$(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(CUBIN)
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --op fp8_paged_mqa_logits
 
 $(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --op fp8_paged_mqa_logits --target sm_90a
+
+# gfx942 (MI300X / MI325X): the same sources through kernels/target.h, after the others (order-only: all
+# merge into manifest.json).
+$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(PAGED_CUBIN)
+	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --target gfx942
+
+$(PAGED_HSACO942): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO942)
+	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --op fp8_paged_mqa_logits --target gfx942
 
 test: all install-test
 	$(PYTHON) -m pytest -q -m "not gpu" tests

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Build the kernels of rawindexer (gfx950 code object, sm_90a cubin) and their manifest.
+"""Build the kernels of rawindexer (gfx950 and gfx942 code objects, sm_90a cubin) and their manifest.
 
-    python build.py [--target gfx950|sm_90a] [--out build] [--kernels rawindexer/_kernels]
+    python build.py [--target gfx950|gfx942|sm_90a] [--out build] [--kernels rawindexer/_kernels]
 
 What the package loads goes into ``--kernels`` (package data, shipped in the wheel; default
 ``rawindexer/_kernels``); intermediate files go into ``--out`` (default ``build/``, never needed at
 run time):
 
-* kernels: ``fp8_mqa_logits.gfx950.hsaco`` (one symbol per variant), ``fp8_mqa_logits.sm90a.cubin``,
+* kernels: ``fp8_mqa_logits.gfx950.hsaco`` (one symbol per variant), ``fp8_mqa_logits.gfx942.hsaco`` (the
+  same source for MI300X / MI325X through kernels/target.h: the seed design, each instance for e4m3fnuz
+  inputs and for e4m3fn inputs read in place, symbol suffix _fn), ``fp8_mqa_logits.sm90a.cubin``,
   ``manifest.json`` (per symbol: template parameters, kernarg layout, launch bounds and the resources
   read back from the binary itself; per target: the toolchain that built it)
 * build/: ``fp8_mqa_logits.gfx950.s`` (the assembly of that same compile, -save-temps; the static
@@ -51,11 +53,14 @@ HIP_FLAGS = [
 ]
 
 
-# The gfx950 instances: declared once, in rawindexer/registry.py (design x (heads, head_dim, block_m, unroll)).
-# The old names stay for bench/ and tests/: Variant(heads, head_dim, block_m, unroll, design).
-Variant = registry.Gfx950Instance
+# The gfx instances: declared once, in rawindexer/registry.py (design x (heads, head_dim, block_m, unroll) x
+# input format). The old names stay for bench/ and tests/: Variant(heads, head_dim, block_m, unroll, design, ...).
+Variant = registry.GfxInstance
 VARIANTS: list[Variant] = list(registry.GFX950_INSTANCES)
 MRF_3_WAVES = registry.MRF_3_WAVES
+GFX942_VARIANTS: list[Variant] = list(registry.GFX942_INSTANCES)
+#: the gfx kernel's targets: what each builds from kernels/fp8_mqa_logits.hip
+GFX_TARGETS: dict[str, list[Variant]] = {"gfx950": VARIANTS, "gfx942": GFX942_VARIANTS}
 
 # Explicit kernel arguments, in order (must match INSTANTIATE in the source). The manifest takes the
 # offsets and sizes from the code object and checks them against these names and sizes.
@@ -98,20 +103,25 @@ def toolchain(tool_dir: Path | None = None) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-m", "ziglang", "clang"], env
 
 
+def hip_flags(arch: str = ARCH) -> list[str]:
+    """HIP_FLAGS for ``arch`` (the same flags, another --offload-arch)."""
+    return [f"--offload-arch={arch}" if f.startswith("--offload-arch=") else f for f in HIP_FLAGS]
+
+
 def compile_hip(source: Path, out: Path, defines: list[str] = (), asm: Path | None = None,
-                extra_flags: list[str] = ()) -> None:
-    """Compile one HIP source to a gfx950 code object ``out`` (and its assembly ``asm``)."""
+                extra_flags: list[str] = (), arch: str = ARCH) -> None:
+    """Compile one HIP source to a code object ``out`` for ``arch`` (and its assembly ``asm``)."""
     cc, env = toolchain()
     out.parent.mkdir(parents=True, exist_ok=True)
     if asm is not None:
         asm.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rawindexer-build-") as tmp:
-        cmd = [*cc, *HIP_FLAGS, *extra_flags, *[f"-D{d}" for d in defines],
+        cmd = [*cc, *hip_flags(arch), *extra_flags, *[f"-D{d}" for d in defines],
                f"-save-temps={'obj'}", "-o", str(Path(tmp) / out.name), str(source)]
         subprocess.run(cmd, check=True, env=env, cwd=tmp)
         shutil.move(str(Path(tmp) / out.name), out)
         if asm is not None:
-            (s_file,) = Path(tmp).glob(f"*{ARCH}*.s")
+            (s_file,) = Path(tmp).glob(f"*{arch}*.s")
             shutil.move(str(s_file), asm)
 
 
@@ -133,7 +143,7 @@ def manifest_entry(variant: Variant, kernel) -> dict:
     vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
     return {
         "params": {"heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m,
-                   "unroll": variant.unroll, "path": variant.design},
+                   "unroll": variant.unroll, "path": variant.design, "fp8_format": variant.fp8_format},
         "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(KERNEL_ARGS, args)],
         "kernarg_size": meta[".kernarg_segment_size"],
         "kernarg_align": meta[".kernarg_segment_align"],
@@ -148,35 +158,38 @@ def manifest_entry(variant: Variant, kernel) -> dict:
     }
 
 
-def build(out_dir: Path, variants: list[Variant] = VARIANTS, kernel_dir: Path | None = None) -> Path:
-    """Compile the gfx950 variants: code object + manifest into ``kernel_dir`` (default: ``out_dir``),
-    the assembly into ``out_dir``. Returns the manifest's path."""
+def build(out_dir: Path, variants: list[Variant] | None = None, kernel_dir: Path | None = None,
+          arch: str = ARCH) -> Path:
+    """Compile ``variants`` (default: the target's list in GFX_TARGETS) for ``arch``: code object + manifest
+    into ``kernel_dir`` (default: ``out_dir``), the assembly into ``out_dir``. Returns the manifest's path."""
     from rawindexer.codeobject import CodeObject
 
+    variants = GFX_TARGETS[arch] if variants is None else variants
     kernel_dir = kernel_dir or out_dir
-    hsaco = kernel_dir / f"fp8_mqa_logits.{ARCH}.hsaco"
-    asm = out_dir / f"fp8_mqa_logits.{ARCH}.s"
-    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.unroll})" for v in variants if v.design == "seed")
-    mr_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.design == "mr")
-    mrp_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in variants if v.design == "mrp")
-    mrf = [v for v in variants if v.design == "mrf"]
-    mrf_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in mrf
-                         if (v.heads, v.head_dim, v.block_m) not in MRF_3_WAVES)
-    mrf3_table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m})" for v in mrf
-                          if (v.heads, v.head_dim, v.block_m) in MRF_3_WAVES)
-    compile_hip(KERNEL_SOURCE, hsaco, asm=asm, defines=[
-        f"VARIANTS(X)={table}", f"MR_VARIANTS(X)={mr_table}", f"MRP_VARIANTS(X)={mrp_table}",
-        f"MRF_VARIANTS(X)={mrf_table}", f"MRF3_VARIANTS(X)={mrf3_table}"])
+    hsaco = kernel_dir / f"fp8_mqa_logits.{arch}.hsaco"
+    asm = out_dir / f"fp8_mqa_logits.{arch}.s"
+
+    def table(path: str, fn: bool = False, three_waves: bool | None = None) -> str:
+        """X(H, D, BLOCK_M[, UNROLL]) of the variants of ``path``; ``three_waves``: mrf's attribute split."""
+        chosen = [v for v in variants if v.design == path and v.fn_on_fnuz == fn and
+                  (three_waves is None or ((v.heads, v.head_dim, v.block_m) in MRF_3_WAVES) == three_waves)]
+        args = ((v.heads, v.head_dim, v.block_m) + ((v.unroll,) if path == "seed" else ()) for v in chosen)
+        return " ".join(f"X({','.join(map(str, a))})" for a in args)
+
+    compile_hip(KERNEL_SOURCE, hsaco, asm=asm, arch=arch, defines=[
+        f"VARIANTS(X)={table('seed')}", f"FN_VARIANTS(X)={table('seed', True)}",
+        f"MR_VARIANTS(X)={table('mr')}", f"MRP_VARIANTS(X)={table('mrp')}",
+        f"MRF_VARIANTS(X)={table('mrf', three_waves=False)}", f"MRF3_VARIANTS(X)={table('mrf', three_waves=True)}"])
 
     co = CodeObject(hsaco.read_bytes())
     target = {
         "code_object": hsaco.name,
         "assembly": asm.name,  # an intermediate: in build/ of the checkout that built it, not shipped
         "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN,
-        "flags": HIP_FLAGS,
+        "flags": hip_flags(arch),
         "kernels": {v.symbol: manifest_entry(v, co.kernels[v.symbol]) for v in variants},
     }
-    return write_manifest(kernel_dir, ARCH, target)
+    return write_manifest(kernel_dir, arch, target)
 
 
 def write_manifest(out_dir: Path, arch: str, target: dict) -> Path:
@@ -444,27 +457,34 @@ def write_op_manifest(out_dir: Path, op: str, arch: str, target: dict) -> Path:
     return path
 
 
-def build_paged_gfx950(out_dir: Path, kernel_dir: Path) -> Path:
+def build_paged_gfx950(out_dir: Path, kernel_dir: Path, arch: str = ARCH) -> Path:
+    """The paged kernel for a gfx target (gfx950, gfx942): every instance of each of the target's variants."""
     sys.path.insert(0, str(ROOT))
     from rawindexer import paged_kernels as pk
     from rawindexer.codeobject import CodeObject
 
-    spec = pk.TARGETS[ARCH]
+    spec = pk.TARGETS[arch]
     kernel_dir.mkdir(parents=True, exist_ok=True)
     hsaco = kernel_dir / spec.code_object
     asm = out_dir / (Path(spec.code_object).stem + ".s")
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
-    compile_hip(spec.source, hsaco, asm=asm, defines=[f"{spec.instance_macro}(X)={table}"])
+    defines = [f"{spec.instance_macro}(X)={table}"]
+    if "fn" in spec.variants:
+        defines.append(f"{spec.fn_instance_macro}(X)={table}")
+    compile_hip(spec.source, hsaco, asm=asm, defines=defines, arch=arch)
     co = CodeObject(hsaco.read_bytes())
     kernels = {}
-    for inst in spec.instances:
-        kernel = co.kernels[spec.symbol(inst)]
+    for inst, variant in ((i, v) for v in spec.variants for i in spec.instances):
+        symbol = spec.symbol(inst, variant)
+        kernel = co.kernels[symbol]
         meta, args = kernel.metadata, kernel.args
         if len(args) != len(pk.KERNEL_ARGS) or any(a[".size"] != n for a, (_, n) in zip(args, pk.KERNEL_ARGS)):
-            raise RuntimeError(f"{spec.symbol(inst)}: kernarg layout in the code object does not match paged_kernels.KERNEL_ARGS")
+            raise RuntimeError(f"{symbol}: kernarg layout in the code object does not match paged_kernels.KERNEL_ARGS")
         vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
-        kernels[spec.symbol(inst)] = {
-            "params": inst.params,
+        kernels[symbol] = {
+            "params": {**inst.params, "variant": variant,
+                       "fp8_format": next((f for f, v in (spec.format_variants or {"e4m3fn": variant}).items()
+                                           if v == variant), "e4m3fn")},
             "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(pk.KERNEL_ARGS, args)],
             "kernarg_size": meta[".kernarg_segment_size"],
             "kernarg_align": meta[".kernarg_segment_align"],
@@ -477,9 +497,9 @@ def build_paged_gfx950(out_dir: Path, kernel_dir: Path) -> Path:
             },
         }
     target = {"code_object": hsaco.name, "assembly": asm.name, "design": spec.design,
-              "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN, "flags": HIP_FLAGS,
+              "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN, "flags": hip_flags(arch),
               "kernels": kernels}
-    return write_op_manifest(kernel_dir, pk.OP, ARCH, target)
+    return write_op_manifest(kernel_dir, pk.OP, arch, target)
 
 
 def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | None = None) -> Path:
@@ -538,9 +558,9 @@ def main_paged(out_dir: Path, kernel_dir: Path, target: str) -> None:
             print(f"  {name:45s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
                   f"stack={r['stack_frame']}")
         return
-    path = build_paged_gfx950(out_dir, kernel_dir)
-    kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][ARCH]["kernels"]
-    print(f"built {len(kernels)} gfx950 fp8_paged_mqa_logits kernels -> {path.parent}")
+    path = build_paged_gfx950(out_dir, kernel_dir, target)
+    kernels = json.loads(path.read_text())["ops"]["fp8_paged_mqa_logits"][target]["kernels"]
+    print(f"built {len(kernels)} {target} fp8_paged_mqa_logits kernels -> {path.parent}")
     for name, k in kernels.items():
         r = k["resources"]
         print(f"  {name:40s} vgpr={r['vgpr']:3d} agpr={r['agpr']:3d} sgpr={r['sgpr']:3d} "
@@ -552,16 +572,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "build", help="intermediate files (default: build/)")
     parser.add_argument("--kernels", type=Path, default=ROOT / "rawindexer" / "_kernels",
                         help="code objects + manifest.json, shipped as package data (default: rawindexer/_kernels)")
-    parser.add_argument("--target", choices=[ARCH, SM90_ARCH], default=ARCH)
+    parser.add_argument("--target", choices=[*GFX_TARGETS, SM90_ARCH], default=ARCH)
     parser.add_argument("--op", choices=["fp8_mqa_logits", "fp8_paged_mqa_logits"], default="fp8_mqa_logits")
     args = parser.parse_args()
     if args.op == "fp8_paged_mqa_logits":
         return main_paged(args.out, args.kernels, args.target)
     if args.target == SM90_ARCH:
         return main_sm90(args.out, args.kernels)
-    path = build(args.out, kernel_dir=args.kernels)
-    kernels = json.loads(path.read_text())["targets"][ARCH]["kernels"]
-    print(f"built {len(kernels)} gfx950 kernels -> {path.parent}")
+    path = build(args.out, kernel_dir=args.kernels, arch=args.target)
+    kernels = json.loads(path.read_text())["targets"][args.target]["kernels"]
+    print(f"built {len(kernels)} {args.target} kernels -> {path.parent}")
     for name, k in kernels.items():
         r = k["resources"]
         print(f"  {name:36s} vgpr={r['vgpr']:3d} agpr={r['agpr']:3d} sgpr={r['sgpr']:3d} "

@@ -22,6 +22,8 @@ typedef unsigned int v2u __attribute__((ext_vector_type(2)));
 
 #define GLOBAL __attribute__((address_space(1)))
 #define DEVICE static __attribute__((device)) __attribute__((always_inline)) inline
+#define TARGET_DEVICE DEVICE
+#include "target.h"  // what differs between gfx950 and gfx942 (MFMA shapes, the half-wave swap, fp8 format)
 
 typedef unsigned char u8;
 typedef long long i64;
@@ -81,7 +83,7 @@ DEVICE v16f mfma_tile(const v8i (&q)[KSTEPS], const v8i (&k)[KSTEPS]) {
   v16f c = {};
 #pragma unroll
   for (int s = 0; s < KSTEPS; ++s)
-    c = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(q[s], k[s], c, 0, 0, 0, 0, 0, 0);
+    c = target::mfma_32x32x64_fp8(q[s], k[s], c);
   return c;
 }
 
@@ -107,8 +109,7 @@ DEVICE v2f_ relu_weighted_sum(v16f c, const v2f_ (&w)[8], v2f_ acc) {
 // row a's reduction in lanes 0-31 and row b's in lanes 32-63: one swap, one add, and the store that
 // follows uses all 64 lanes.
 DEVICE float paired_head_reduce(float part_a, float part_b) {
-  v2u swapped = __builtin_amdgcn_permlane32_swap(__builtin_bit_cast(unsigned, part_a),
-                                                 __builtin_bit_cast(unsigned, part_b), false, false);
+  v2u swapped = target::permlane32_swap(__builtin_bit_cast(unsigned, part_a), __builtin_bit_cast(unsigned, part_b));
   unsigned x = swapped.x;  // copied to scalars first: clang 22 mis-reads .y through bit_cast
   unsigned y = swapped.y;
   return __builtin_bit_cast(float, x) + __builtin_bit_cast(float, y);
@@ -119,7 +120,9 @@ struct RowWindow {
   bool valid;      // m < M
 };
 
-template <int H, int D, int BLOCK_M, int UNROLL>
+// FN_ON_FNUZ: q and k hold e4m3fn bytes on a target whose MFMA reads e4m3fnuz (gfx942): patched where they
+// are loaded and the weights scaled by 4 (kernels/target.h); false where the bytes are the MFMA's format.
+template <int H, int D, int BLOCK_M, int UNROLL, bool FN_ON_FNUZ = false>
 DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL* __restrict__ k,
                                 const float GLOBAL* __restrict__ kv_scale,
                                 const float GLOBAL* __restrict__ weights,
@@ -128,6 +131,7 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
                                 i64 out_row_stride, int M, int N, int split_n, int num_warps, int flags) {
   static_assert(H % TILE_H == 0 && D % TILE_K == 0, "H must be a multiple of 32 and D of 64");
   static_assert(BLOCK_M >= 1 && BLOCK_M <= 8, "BLOCK_M is 1..8");
+  static_assert(!FN_ON_FNUZ || target::FNUZ, "FN_ON_FNUZ: e4m3fn bytes need patching only where the MFMA reads fnuz");
   constexpr int HEAD_TILES = H / TILE_H;
   constexpr int KSTEPS = D / TILE_K;
   constexpr int PAIRS = (BLOCK_M + 1) / 2;
@@ -185,11 +189,11 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
     for (int ht = 0; ht < HEAD_TILES; ++ht) {
       const u8 GLOBAL* q_row = q + (m * H + ht * TILE_H + i) * D;
 #pragma unroll
-      for (int s = 0; s < KSTEPS; ++s) q_tile[r][ht][s] = load_operand(q_row, s, g);
+      for (int s = 0; s < KSTEPS; ++s) q_tile[r][ht][s] = target::q_operand<FN_ON_FNUZ>(load_operand(q_row, s, g));
 #pragma unroll
       for (int a = 0; a < 16; a += 2)
-        w_tile[r][ht][a / 2] = (v2f_){weights[m * H + ht * TILE_H + acc_head(a, g)],
-                                      weights[m * H + ht * TILE_H + acc_head(a + 1, g)]};
+        w_tile[r][ht][a / 2] = (v2f_){target::weight<FN_ON_FNUZ>(weights[m * H + ht * TILE_H + acc_head(a, g)]),
+                                      target::weight<FN_ON_FNUZ>(weights[m * H + ht * TILE_H + acc_head(a + 1, g)])};
     }
   }
 
@@ -207,7 +211,7 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
       const int token = __builtin_elementwise_min(col[u], union_hi - 1);
       const u8 GLOBAL* k_row = k + (i64)token * D;
 #pragma unroll
-      for (int s = 0; s < KSTEPS; ++s) k_tile[u][s] = load_operand(k_row, s, g);
+      for (int s = 0; s < KSTEPS; ++s) k_tile[u][s] = target::k_operand<FN_ON_FNUZ>(load_operand(k_row, s, g));
       scale[u] = kv_scale[token];
       if (t0 + u >= tile_end) col[u] = union_hi;  // masks the whole tile
     }
@@ -365,7 +369,7 @@ DEVICE ScoreOp<D> load_score_op_buffer(__amdgpu_buffer_rsrc_t rsrc, int voff, in
 
 DEVICE v4f score_mfma(const ScoreOp<128>& q, const ScoreOp<128>& k) {
   // DESIGN: scaled-MFMA builtin with constant-zero E8M0 scales -> the unscaled encoding (fp8 e4m3 = 0).
-  return __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(q.v, k.v, (v4f){0, 0, 0, 0}, 0, 0, 0, 0, 0, 0);
+  return target::mfma_16x16x128_fp8(q.v, k.v, (v4f){0, 0, 0, 0});
 }
 DEVICE v4f score_mfma(const ScoreOp<64>& q, const ScoreOp<64>& k) {
   typedef long v2l __attribute__((ext_vector_type(2)));
@@ -416,12 +420,12 @@ DEVICE v2f relu_fma_unit(v4f s0, v4f s1, const v2f (&w)[4], v2f acc) {
 // pairs the results across neighbouring lane groups.
 DEVICE int row_of_group(int g4) { return ((g4 & 1) << 1) | (g4 >> 1); }
 DEVICE float swap32_sum(float a, float b) {
-  v2u s = __builtin_amdgcn_permlane32_swap(__builtin_bit_cast(unsigned, a), __builtin_bit_cast(unsigned, b), false, false);
+  v2u s = target::permlane32_swap(__builtin_bit_cast(unsigned, a), __builtin_bit_cast(unsigned, b));
   unsigned x = s.x, y = s.y;  // scalars first (clang 22 ext-vector bit_cast issue, NOTES section 3)
   return __builtin_bit_cast(float, x) + __builtin_bit_cast(float, y);
 }
 DEVICE float swap16_sum(float a, float b) {
-  v2u s = __builtin_amdgcn_permlane16_swap(__builtin_bit_cast(unsigned, a), __builtin_bit_cast(unsigned, b), false, false);
+  v2u s = target::permlane16_swap(__builtin_bit_cast(unsigned, a), __builtin_bit_cast(unsigned, b));
   unsigned x = s.x, y = s.y;
   return __builtin_bit_cast(float, x) + __builtin_bit_cast(float, y);
 }
@@ -654,7 +658,7 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
         const int u = k - 1;
 #pragma unroll
         for (int i = 0; i < NB; ++i)
-          c[unit_h(u)][i] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)][i], 0, 0, 0);
+          c[unit_h(u)][i] = target::mfma_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)][i]);
       }
       b[k] = pack_scores<RELU>(sc[k].s[0], sc[k].s[1]);
       // Inside the stage: the MFMAs first (S(k+1), then R(k-1)), then V(k)'s 8 VALU.
@@ -690,7 +694,7 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
         const int u = U - 1;
 #pragma unroll
         for (int i = 0; i < NB; ++i)
-          c[unit_h(u)][i] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)][i], 0, 0, 0);
+          c[unit_h(u)][i] = target::mfma_16x16x32_bf16(w_op[unit_r(u)][unit_rt(u)], b[u].b[i], c[unit_h(u)][i]);
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -772,6 +776,18 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
         (float GLOBAL*)out, out_row_stride, M, N, split_n, num_warps, flags);                          \
   }
 
+// e4m3fn inputs on an e4m3fnuz target (gfx942): fp8_mqa_logits_h{H}_d{D}_bm{BLOCK_M}_u{UNROLL}_fn
+#define INSTANTIATE_FN(H, D, BM, U)                                                                    \
+  KERNEL_ATTRS void fp8_mqa_logits_h##H##_d##D##_bm##BM##_u##U##_fn(                                   \
+      const u8* q, const u8* k, const float* kv_scale, const float* weights, const int* cu_seqlen_ks,  \
+      const int* cu_seqlen_ke, float* out, i64 out_row_stride, int M, int N, int split_n,              \
+      int num_warps, int flags) {                                                                      \
+    fp8_mqa_logits_body<H, D, BM, U, true>(                                                            \
+        (const u8 GLOBAL*)q, (const u8 GLOBAL*)k, (const float GLOBAL*)kv_scale,                       \
+        (const float GLOBAL*)weights, (const int GLOBAL*)cu_seqlen_ks, (const int GLOBAL*)cu_seqlen_ke, \
+        (float GLOBAL*)out, out_row_stride, M, N, split_n, num_warps, flags);                          \
+  }
+
 #define INSTANTIATE_MR_(H, D, BM, RELU, SUFFIX) INSTANTIATE_MR_ATTRS(H, D, BM, RELU, SUFFIX, )
 #define INSTANTIATE_MR_ATTRS(H, D, BM, RELU, SUFFIX, ATTRS)                                            \
   KERNEL_ATTRS ATTRS void fp8_mqa_logits_h##H##_d##D##_bm##BM##_##SUFFIX(                                    \
@@ -801,7 +817,11 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
 #ifndef MRP_VARIANTS
 #define MRP_VARIANTS(X)
 #endif
+#ifndef FN_VARIANTS
+#define FN_VARIANTS(X)
+#endif
 VARIANTS(INSTANTIATE)
+FN_VARIANTS(INSTANTIATE_FN)
 MR_VARIANTS(INSTANTIATE_MR)
 MRP_VARIANTS(INSTANTIATE_MRP)
 #ifndef MRF_VARIANTS

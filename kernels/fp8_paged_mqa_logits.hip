@@ -53,6 +53,8 @@ typedef unsigned int v2u __attribute__((ext_vector_type(2)));
 #define GLOBAL __attribute__((address_space(1)))
 #define LDS __attribute__((address_space(3)))
 #define DEVICE static __attribute__((device)) __attribute__((always_inline)) inline
+#define TARGET_DEVICE DEVICE
+#include "target.h"  // gfx950 / gfx942 differences (MFMA shapes, half-wave swap, fp8 format), as the prefill kernel
 
 typedef unsigned char u8;
 typedef long long i64;
@@ -105,7 +107,7 @@ DEVICE float head_tile_partial(const u8 LDS* q_rows, const float LDS* w_row, con
 #pragma unroll
   for (int s = 0; s < KSTEPS; ++s)
     // DESIGN: scaled-MFMA builtin with constant-zero E8M0 scales -> the unscaled fp8 encoding.
-    c = __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(load_q_operand(q_row, s, g), k[s], c, 0, 0, 0, 0, 0, 0);
+    c = target::mfma_32x32x64_fp8(load_q_operand(q_row, s, g), k[s], c);
 #pragma unroll
   for (int quad = 0; quad < 4; ++quad) {
     const v4f w = *(const v4f LDS*)(w_row + 8 * quad + 4 * g);
@@ -118,8 +120,7 @@ DEVICE float head_tile_partial(const u8 LDS* q_rows, const float LDS* w_row, con
 // Lanes l and l + 32 hold the two 16-head halves of the same token: one swap leaves row a's sum in lanes
 // 0-31 and row b's in lanes 32-63.
 DEVICE float paired_head_reduce(float part_a, float part_b) {
-  v2u swapped = __builtin_amdgcn_permlane32_swap(__builtin_bit_cast(unsigned, part_a),
-                                                 __builtin_bit_cast(unsigned, part_b), false, false);
+  v2u swapped = target::permlane32_swap(__builtin_bit_cast(unsigned, part_a), __builtin_bit_cast(unsigned, part_b));
   unsigned x = swapped.x;
   unsigned y = swapped.y;
   return __builtin_bit_cast(float, x) + __builtin_bit_cast(float, y);
@@ -139,7 +140,7 @@ DEVICE int tile_block(const int GLOBAL* table_row, int tile, int len_max, int i)
   return table_row[(unsigned)token / BS];  // token >= 0 here; BS a power of two: a shift
 }
 
-template <int D, int BS>
+template <int D, int BS, bool FN_ON_FNUZ>
 DEVICE KTile<D> load_k_tile(const u8 GLOBAL* kv_cache, int block, int tile, int len_max, int i, int g) {
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
   const int token = __builtin_elementwise_min(tile * TILE_N + i, len_max - 1);
@@ -147,12 +148,14 @@ DEVICE KTile<D> load_k_tile(const u8 GLOBAL* kv_cache, int block, int tile, int 
   const u8 GLOBAL* base = kv_cache + (i64)block * BLOCK_BYTES;
   KTile<D> t;
 #pragma unroll
-  for (int s = 0; s < D / TILE_K; ++s) t.k[s] = load_k_operand(base + slot * D, s, g);
+  for (int s = 0; s < D / TILE_K; ++s) t.k[s] = target::k_operand<FN_ON_FNUZ>(load_k_operand(base + slot * D, s, g));
   t.scale = *(const float GLOBAL*)(base + BS * D + slot * 4);
   return t;
 }
 
-template <int H, int D, int BS>
+// FN_ON_FNUZ: q and the cache hold e4m3fn bytes on a target whose MFMA reads e4m3fnuz (gfx942): Q and the
+// weights are patched / scaled by 4 once when staged in LDS, K where it is loaded (kernels/target.h).
+template <int H, int D, int BS, bool FN_ON_FNUZ = false>
 DEVICE void fp8_paged_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL* __restrict__ kv_cache,
                                       const float GLOBAL* __restrict__ weights,
                                       const int GLOBAL* __restrict__ context_lens,
@@ -161,6 +164,7 @@ DEVICE void fp8_paged_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 
                                       int split_n, int num_warps, int flags) {
   static_assert(H % TILE_H == 0 && D % TILE_K == 0, "H a multiple of 32, D of 64");
   static_assert((BS & (BS - 1)) == 0, "block size a power of two");
+  static_assert(!FN_ON_FNUZ || target::FNUZ, "FN_ON_FNUZ: e4m3fn bytes need patching only where the MFMA reads fnuz");
   constexpr int HEAD_TILES = H / TILE_H;
   constexpr int Q_ROW = D + Q_PAD;
 
@@ -199,9 +203,14 @@ DEVICE void fp8_paged_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 
     const v4u GLOBAL* q_src = (const v4u GLOBAL*)(q + row0 * H * D);
     for (int c = tid; c < next_n * H * D / 16; c += threads) {
       const int row = c / (D / 16), part = c % (D / 16);
-      *(v4u LDS*)(q_lds + row * Q_ROW + part * 16) = q_src[c];
+      v4u v = q_src[c];
+      if constexpr (FN_ON_FNUZ) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = target::fn_as_fnuz_q(v[e]);
+      }
+      *(v4u LDS*)(q_lds + row * Q_ROW + part * 16) = v;
     }
-    for (int c = tid; c < next_n * H; c += threads) w_lds[c] = weights[row0 * H + c];
+    for (int c = tid; c < next_n * H; c += threads) w_lds[c] = target::weight<FN_ON_FNUZ>(weights[row0 * H + c]);
     workgroup_barrier();
 
     const int GLOBAL* table_row = block_table + (i64)b * max_blocks;
@@ -213,14 +222,14 @@ DEVICE void fp8_paged_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 
     KTile<D> cur = {};
     int next_block = 0;
     if (tile <= last) {
-      cur = load_k_tile<D, BS>(kv_cache, tile_block<BS>(table_row, tile, len_max, i), tile, len_max, i, g);
+      cur = load_k_tile<D, BS, FN_ON_FNUZ>(kv_cache, tile_block<BS>(table_row, tile, len_max, i), tile, len_max, i, g);
       next_block = tile_block<BS>(table_row, __builtin_elementwise_min(tile + num_warps, last), len_max, i);
     }
     for (; tile <= last; tile += num_warps) {
       const int after_block =
           tile_block<BS>(table_row, __builtin_elementwise_min(tile + 2 * num_warps, last), len_max, i);
       const KTile<D> next =
-          load_k_tile<D, BS>(kv_cache, next_block, __builtin_elementwise_min(tile + num_warps, last), len_max, i, g);
+          load_k_tile<D, BS, FN_ON_FNUZ>(kv_cache, next_block, __builtin_elementwise_min(tile + num_warps, last), len_max, i, g);
       const int col = tile * TILE_N + i;
 #pragma unroll
       for (int p = 0; p < MAX_NEXT_N / 2; ++p) {
@@ -268,21 +277,29 @@ DEVICE void fp8_paged_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 
   }
 }
 
-#define INSTANTIATE_PAGED(H, D, BS)                                                                          \
+#define INSTANTIATE_PAGED_(H, D, BS, FN, SUFFIX)                                                             \
   extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(64, 512)))                     \
       __attribute__((amdgpu_waves_per_eu(4))) void                                                         \
-      fp8_paged_mqa_logits_h##H##_d##D##_bs##BS(const u8* q, const u8* kv_cache, const float* weights,       \
+      fp8_paged_mqa_logits_h##H##_d##D##_bs##BS##SUFFIX(const u8* q, const u8* kv_cache, const float* weights,  \
                                                 const int* context_lens, const int* block_table, float* out,  \
                                                 i64 out_row_stride, int next_n, int max_context_len,          \
                                                 int max_blocks, int split_n, int num_warps, int flags) {      \
-    fp8_paged_mqa_logits_body<H, D, BS>((const u8 GLOBAL*)q, (const u8 GLOBAL*)kv_cache,                     \
+    fp8_paged_mqa_logits_body<H, D, BS, FN>((const u8 GLOBAL*)q, (const u8 GLOBAL*)kv_cache,                     \
                                         (const float GLOBAL*)weights, (const int GLOBAL*)context_lens,        \
                                         (const int GLOBAL*)block_table, (float GLOBAL*)out, out_row_stride,   \
                                         next_n, max_context_len, max_blocks, split_n, num_warps, flags);      \
   }
 
-// build.py passes the instance list from rawindexer/paged_kernels.py (-DPAGED_INSTANCES=...).
+#define INSTANTIATE_PAGED(H, D, BS) INSTANTIATE_PAGED_(H, D, BS, false, )
+// e4m3fn bytes on an e4m3fnuz target (gfx942): symbol suffix _fn
+#define INSTANTIATE_PAGED_FN(H, D, BS) INSTANTIATE_PAGED_(H, D, BS, true, _fn)
+
+// build.py passes the instance lists from rawindexer/paged_kernels.py (-DPAGED_INSTANCES=...).
 #ifndef PAGED_INSTANCES
 #define PAGED_INSTANCES(X) X(32, 128, 64)
 #endif
+#ifndef PAGED_FN_INSTANCES
+#define PAGED_FN_INSTANCES(X)
+#endif
 PAGED_INSTANCES(INSTANTIATE_PAGED)
+PAGED_FN_INSTANCES(INSTANTIATE_PAGED_FN)

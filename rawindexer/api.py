@@ -28,15 +28,17 @@ from .backends import Backend, BufferSpan, backend_for_device_type, get_backend
 from .backends.base import PackedKernargs
 from .dispatch import family_for
 from .dispatch.base import ALIGNMENT_BITS, LaunchTemplate, Problem, Tunables
-from .validation import Dims, Operand, ValidationError, as_bool, as_int, check_sizes, validate
+from .validation import Dims, Operand, ValidationError, as_bool, as_int, check_fp8_format, check_sizes, validate
 
 _ARG_NAMES = ("q_fp8", "k_fp8", "kv_scale", "weights", "cu_seqlen_ks", "cu_seqlen_ke")
 #: distinct call descriptions kept per Indexer before the cache starts over (a serving loop sees a handful)
 MAX_CACHED_SHAPES = 512
+#: the targets a backend runs besides its own (``arch=``): ROCm GPUs and the emulator run gfx950 or gfx942
+RUNS_ON: dict[str, tuple[str, ...]] = {"hip": ("gfx950", "gfx942"), "emulator": ("gfx950", "gfx942")}
 
 
 def is_supported(num_heads: int, head_dim: int, arch: str = "gfx950") -> bool:
-    """True when a built kernel for ``arch`` ("gfx950" or "sm_90a") serves this (num_heads, head_dim);
+    """True when a built kernel for ``arch`` ("gfx950", "gfx942" or "sm_90a") serves this (num_heads, head_dim);
     callers route other shapes elsewhere instead of tripping an error. Ints (or bools) only."""
     return family_for(arch).is_supported(as_int("num_heads", num_heads), as_int("head_dim", head_dim))
 
@@ -268,11 +270,11 @@ def _dlpack_stream(backend: Backend, stream: int) -> int | None:
 class _Device:
     """One (backend, device): the loaded module, functions by symbol, compute units."""
 
-    def __init__(self, backend: Backend, device_id: int) -> None:
+    def __init__(self, backend: Backend, device_id: int, arch: str) -> None:
         self.backend = backend
         self.device_id = device_id
-        self.family = family_for(backend.arch)
-        self.compute_units = backend.compute_units(device_id)
+        self.family = family_for(arch)
+        self.compute_units = backend.compute_units_for(device_id, arch)
         self._module: Any = None
         self._functions: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -343,15 +345,22 @@ class Indexer:
 
     ``num_heads`` / ``head_dim``: the shape this object serves (checked once per new call shape; None =
     whatever q_fp8 has). ``device``: a backend name ("cuda", "hip", "emulator") to insist on, or None to
-    follow the arrays' DLPack device (CPU -> emulator, CUDA -> sm_90a, ROCm -> gfx950). Tunables as in
-    :func:`fp8_mqa_logits`. The device of the inputs decides where the call runs (its context is made
+    follow the arrays' DLPack device (CPU -> emulator, CUDA -> sm_90a, ROCm -> gfx950). ``arch``: the
+    target whose kernel runs, "gfx950" or "gfx942" on ROCm and on the emulator (None: gfx950 there,
+    sm_90a on CUDA). ``fp8_format``: the format of uint8 q / k bytes, "e4m3fn" (None) or "e4m3fnuz".
+    Tunables as in :func:`fp8_mqa_logits`. The device of the inputs decides where the call runs (its context is made
     current for the launch and the caller's is restored), on the caller's current stream of that device.
     Thread-safe: several threads (one per GPU, say) may share one object.
     """
 
     def __init__(self, num_heads: int | None = None, head_dim: int | None = None, *, device: str | None = None,
                  block_m: int = 0, split_n: int = 0, num_warps: int = 0, unroll2: bool | None = None,
-                 reverse_rows: bool | None = None, variant: str | None = None) -> None:
+                 reverse_rows: bool | None = None, variant: str | None = None, arch: str | None = None,
+                 fp8_format: str | None = None) -> None:
+        if arch is not None:
+            family_for(arch)  # names the targets when arch is unknown
+        self.arch = arch
+        self.fp8_format = check_fp8_format(fp8_format)
         self.num_heads = None if num_heads is None else as_int("num_heads", num_heads)
         self.head_dim = None if head_dim is None else as_int("head_dim", head_dim)
         self.tunables = Tunables(as_int("block_m", block_m), as_int("split_n", split_n),
@@ -378,17 +387,27 @@ class Indexer:
                 del self._shapes[key]
 
     # -- resolution (once per device / shape) ------------------------------------------------------------
+    def _arch(self, backend: Backend) -> str:
+        """The target this Indexer runs on ``backend``: its ``arch=`` where the backend runs it."""
+        if self.arch is None:
+            return backend.arch
+        if self.arch not in RUNS_ON.get(backend.name, (backend.arch,)):
+            raise ValueError(f"arch: expected one of {RUNS_ON.get(backend.name, (backend.arch,))} for arrays on the "
+                             f"{backend.name} backend, got {self.arch!r}")
+        return self.arch
+
     def _check_backend(self, backend: Backend) -> None:
-        if self.tunables.variant is not None and backend.arch != "gfx950":
-            raise ValueError(f"variant: only the gfx950 kernel has variants; got {self.tunables.variant!r} "
-                             f"for {backend.arch}")
+        arch = self._arch(backend)
+        if self.tunables.variant is not None and arch not in ("gfx950", "gfx942"):
+            raise ValueError(f"variant: only the gfx950 / gfx942 kernels have variants; got {self.tunables.variant!r} "
+                             f"for {arch}")
         if self.num_heads is not None and self.head_dim is not None:
-            self._check_supported(backend, self.num_heads, self.head_dim)
+            self._check_supported(arch, self.num_heads, self.head_dim)
 
     @staticmethod
-    def _check_supported(backend: Backend, heads: int, head_dim: int) -> None:
-        if not family_for(backend.arch).is_supported(heads, head_dim):
-            raise ValueError(f"(num_heads, head_dim): expected a shape with a built {backend.arch} kernel "
+    def _check_supported(arch: str, heads: int, head_dim: int) -> None:
+        if not family_for(arch).is_supported(heads, head_dim):
+            raise ValueError(f"(num_heads, head_dim): expected a shape with a built {arch} kernel "
                              f"(is_supported() says which), got ({heads}, {head_dim})")
 
     def _device(self, device: tuple[int, int]) -> _Device:
@@ -405,24 +424,28 @@ class Indexer:
             with self._lock:
                 state = self._devices.get(device)
                 if state is None:
-                    state = self._devices[device] = _Device(backend, device[1])
+                    state = self._devices[device] = _Device(backend, device[1], self._arch(backend))
         return state
 
     def _checked(self, ops: list[Operand], out: Operand | None, clean: bool,
                  device: _Device) -> tuple[Dims, Problem | None]:
         """The full validation of a new call description (named errors); its dims and problem."""
-        dims = validate(*ops, out)
+        dims = validate(*ops, out, self.fp8_format)
         if self.num_heads is not None and dims.heads != self.num_heads:
             raise ValidationError(f"q_fp8: expected num_heads={self.num_heads} (this Indexer's), got "
                                   f"shape {tuple(ops[0].shape)}")
         if self.head_dim is not None and dims.head_dim != self.head_dim:
             raise ValidationError(f"q_fp8: expected head_dim={self.head_dim} (this Indexer's), got "
                                   f"shape {tuple(ops[0].shape)}")
-        self._check_supported(device.backend, dims.heads, dims.head_dim)
+        family = device.family
+        self._check_supported(family.arch, dims.heads, dims.head_dim)
+        if dims.fp8_format not in family.fp8_formats:
+            raise ValidationError(f"q_fp8, k_fp8: expected {' or '.join(family.fp8_formats)} inputs for the "
+                                  f"{family.arch} kernel, got {dims.fp8_format} ({family.fp8_format_note})")
         problem = None
         if dims.M and dims.N:
             stride = out.strides[0] if out is not None and dims.M > 1 else dims.N
-            problem = Problem(dims.M, dims.N, dims.heads, dims.head_dim, stride, clean)
+            problem = Problem(dims.M, dims.N, dims.heads, dims.head_dim, stride, clean, dims.fp8_format)
         return dims, problem
 
     def _remember(self, key: tuple, shape: _Shape) -> _Shape:
@@ -671,8 +694,12 @@ class Indexer:
         device = self._devices.get((self._backend.dlpack_device_type, device_id))
         if device is None:
             device = self._device((self._backend.dlpack_device_type, device_id))
-        problem = Problem(M, N, self.num_heads, self.head_dim, out_row_stride, clean) if M and N else None
-        return self._remember(key, _Shape(Dims(M, N, self.num_heads, self.head_dim), problem, device))
+        fmt = self.fp8_format or "e4m3fn"
+        if fmt not in device.family.fp8_formats:
+            raise ValueError(f"fp8_format: expected {' or '.join(device.family.fp8_formats)} for the "
+                             f"{device.family.arch} kernel, got {fmt!r} ({device.family.fp8_format_note})")
+        problem = Problem(M, N, self.num_heads, self.head_dim, out_row_stride, clean, fmt) if M and N else None
+        return self._remember(key, _Shape(Dims(M, N, self.num_heads, self.head_dim, fmt), problem, device))
 
 
 def _raise_bad_pointer(ptrs: tuple[int, ...]) -> None:
@@ -704,7 +731,8 @@ def _indexer_for(tunables: tuple) -> Indexer:
     if ind is None:
         ind = _BY_TUNABLES[tunables] = Indexer(None, None, block_m=tunables[0], split_n=tunables[1],
                                                num_warps=tunables[2], unroll2=tunables[3],
-                                               reverse_rows=tunables[4], variant=tunables[5])
+                                               reverse_rows=tunables[4], variant=tunables[5], arch=tunables[6],
+                                               fp8_format=tunables[7])
     return ind
 
 
@@ -722,12 +750,13 @@ def reset_caches(backend: str | None = None) -> None:
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
                    clean_logits: bool = True, out: Any = None, *, block_m: int = 0, split_n: int = 0,
                    num_warps: int = 0, unroll2: bool | None = None, reverse_rows: bool | None = None,
-                   variant: str | None = None, stream: int | None = None) -> Any:
+                   variant: str | None = None, stream: int | None = None, arch: str | None = None,
+                   fp8_format: str | None = None) -> Any:
     """logits[m, n] = sum_h relu(<q[m,h], k[n]>) * kv_scale[n] * weights[m,h] for n in [ks[m], ke[m]).
 
     Args (any objects with ``__dlpack__``: torch, CuPy, JAX, numpy arrays):
-        q_fp8: [M, H, D] float8_e4m3fn (or its uint8 bytes), contiguous.
-        k_fp8: [N, D] float8_e4m3fn (or uint8), contiguous.
+        q_fp8: [M, H, D] float8_e4m3fn or float8_e4m3fnuz (or their uint8 bytes), contiguous.
+        k_fp8: [N, D] in q_fp8's format, contiguous.
         kv_scale: [N] float32, >= 0 (the kernel applies it after the ReLU).
         weights: [M, H] float32.
         cu_seqlen_ks, cu_seqlen_ke: [M] int32, each row's key window [ks, ke), clamped to [0, N); any
@@ -740,6 +769,10 @@ def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqle
         variant: gfx950 kernel design, "seed" (the seed's permlane head reduce, the baseline), "mr"
             (weighted head sum on a bf16 MFMA) or "mrp" (the same with a packed-int16 ReLU); None = default.
         stream: the stream to launch on; None = the caller framework's current stream of the arrays' device.
+        arch: the target whose kernel runs on ROCm arrays and on the emulator: "gfx950" (None) or "gfx942"
+            (MI300X / MI325X).
+        fp8_format: the format of uint8 q / k bytes: "e4m3fn" (None) or "e4m3fnuz". gfx942 serves both
+            (e4m3fn read in place, see kernels/target.h); gfx950 and sm_90a serve e4m3fn.
     Returns:
         logits [M, N] float32 in the caller's framework (``out`` itself when given). GPU arrays of a framework
         rawindexer does not import into (neither torch, CuPy nor JAX) give a ``dlpack.DLPackArray`` over the
@@ -749,8 +782,9 @@ def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqle
     gfx950 kernel through hip-python, CUDA arrays on the sm_90a twin. A thin wrapper over a cached
     :class:`Indexer` (one per set of tunables); serving loops can hold their own.
     """
-    if block_m or split_n or num_warps or unroll2 is not None or reverse_rows is not None or variant is not None:
-        indexer = _indexer_for((block_m, split_n, num_warps, unroll2, reverse_rows, variant))
+    if (block_m or split_n or num_warps or unroll2 is not None or reverse_rows is not None or variant is not None
+            or arch is not None or fp8_format is not None):
+        indexer = _indexer_for((block_m, split_n, num_warps, unroll2, reverse_rows, variant, arch, fp8_format))
     else:
         indexer = _DEFAULT
     return indexer(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, stream=stream)
@@ -761,10 +795,11 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
            out_row_stride: int | None = None, clean_logits: bool = True, stream: int = 0,
            device: str = "hip", device_id: int = 0, block_m: int = 0, split_n: int = 0, num_warps: int = 0,
            unroll2: bool | None = None, reverse_rows: bool | None = None,
-           variant: str | None = None) -> LaunchTemplate | None:
+           variant: str | None = None, arch: str | None = None,
+           fp8_format: str | None = None) -> LaunchTemplate | None:
     """Raw entry for hosts without a DLPack framework: device pointers as integers.
 
-    q [M, num_heads, head_dim] and k [N, head_dim] are contiguous fp8 e4m3fn bytes; kv_scale [N],
+    q [M, num_heads, head_dim] and k [N, head_dim] are contiguous fp8 bytes (``fp8_format``, e4m3fn by default); kv_scale [N],
     weights [M, num_heads] contiguous float32; cu_seqlen_ks / cu_seqlen_ke [M] int32; out [M, N]
     float32 with rows ``out_row_stride`` (>= N, default N) elements apart. ``device`` is a backend name
     ("hip", "cuda" or "emulator", whose pointers are host addresses: it refuses ranges that are not mapped)
@@ -772,12 +807,12 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
     through a cached :class:`Indexer`. Returns the launch template used (``.symbol``, ``.grid``,
     ``.block``, ``.config``; ``.plan(pointers).kernargs`` the bytes), None when M or N is 0.
     """
-    key = (num_heads, head_dim, device, block_m, split_n, num_warps, unroll2, reverse_rows, variant)
+    key = (num_heads, head_dim, device, block_m, split_n, num_warps, unroll2, reverse_rows, variant, arch, fp8_format)
     indexer = _RAW.get(key)
     if indexer is None:
         indexer = Indexer(as_int("num_heads", num_heads), as_int("head_dim", head_dim), device=device,
                           block_m=block_m, split_n=split_n, num_warps=num_warps, unroll2=unroll2,
-                          reverse_rows=reverse_rows, variant=variant)
+                          reverse_rows=reverse_rows, variant=variant, arch=arch, fp8_format=fp8_format)
         _RAW[key] = indexer
     # The hot path: a description launch_pointers validated before, pointers of the allocators' alignment. Anything
     # else (a new description, other alignments, a bad pointer or stream) goes through launch_pointers, which

@@ -172,6 +172,10 @@ def steady_state(lines: list[str]) -> list[Insn]:
 # (the gfx950 model): 16x16x32 (bf16, fp8) Write4PassMAI; 32x32x16 (bf16, fp8) Write8PassMAI;
 # 16x16x128_f8f6f4 / 32x32x64_f8f6f4 Write8PassMAI / Write16PassMAI when either operand format is
 # fp8/bf8 (cbsz/blgp 0 or 1: PredIsF8_MFMA_SCALE), half that for fp6/fp4. 1 pass = 4 cycles.
+# gfx942 (SIDPGFX940FullSpeedModel): the fp8 MFMAs it has take the same passes as on gfx950 (32x32x16
+# fp8 8, 16x16x32 fp8 4; the compiler's own hazard wait states in build/fp8_mqa_logits.gfx942.s agree:
+# 11 = 8 passes + 3 between an XDL MFMA and the VALU reading it), and its bf16 "_1k" forms 32x32x8 8,
+# 16x16x16 4.
 # ---------------------------------------------------------------------------------------------------
 MFMA_SHAPES = {  # mnemonic: (M, N, K, passes with fp8 operands)
     "v_mfma_f32_32x32x64_f8f6f4": (32, 32, 64, 16),
@@ -182,6 +186,8 @@ MFMA_SHAPES = {  # mnemonic: (M, N, K, passes with fp8 operands)
     "v_mfma_f32_16x16x32_bf16": (16, 16, 32, 4),
     "v_mfma_f32_32x32x16_bf16": (32, 32, 16, 8),
     "v_mfma_f32_32x32x16_fp8_fp8": (32, 32, 16, 8),
+    "v_mfma_f32_32x32x8_bf16": (32, 32, 8, 8),
+    "v_mfma_f32_16x16x16_bf16": (16, 16, 16, 4),
 }
 
 

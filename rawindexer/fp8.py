@@ -1,6 +1,8 @@
-"""OCP fp8 e4m3fn (the gfx950 / Hopper "fp8"): decode table and round-to-nearest-even encoder.
+"""OCP fp8 e4m3fn (the gfx950 / Hopper "fp8"): decode table and round-to-nearest-even encoder; the
+e4m3fnuz decode table (gfx942's "fp8").
 
 e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; 0x7F / 0xFF are NaN; max 448.
+e4m3fnuz: the same fields with bias 8; no infinities, no -0: 0x80 is the only NaN; max 240.
 Arrays of fp8 are carried as uint8 codes everywhere on the host side (numpy has no fp8 dtype).
 """
 from __future__ import annotations
@@ -35,6 +37,32 @@ def decode_e4m3fn(codes: np.ndarray, dtype: type = np.float32) -> np.ndarray:
     if codes.dtype != np.uint8:
         raise TypeError(f"codes: expected uint8 fp8 codes, got {codes.dtype}")
     return E4M3FN_TABLE.astype(dtype, copy=False)[codes]
+
+
+def _decode_table_fnuz() -> np.ndarray:
+    codes = np.arange(256)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exp = (codes >> 3) & 0xF
+    man = codes & 0x7
+    table = np.where(exp == 0, sign * (man / 8.0) * 2.0**-7, sign * (1.0 + man / 8.0) * 2.0 ** (exp - 8.0))
+    table[0x80] = np.nan
+    return table.astype(np.float32)
+
+
+E4M3FNUZ_TABLE: np.ndarray = _decode_table_fnuz()
+E4M3FNUZ_TABLE.setflags(write=False)
+#: fp8 format name -> decode table
+TABLES = {"e4m3fn": E4M3FN_TABLE, "e4m3fnuz": E4M3FNUZ_TABLE}
+
+
+def decode(codes: np.ndarray, fp8_format: str = "e4m3fn", dtype: type = np.float32) -> np.ndarray:
+    """uint8 codes of ``fp8_format`` ("e4m3fn" or "e4m3fnuz") -> exact float values of ``dtype``."""
+    if fp8_format not in TABLES:
+        raise ValueError(f"fp8_format: expected one of {sorted(TABLES)}, got {fp8_format!r}")
+    codes = np.asarray(codes)
+    if codes.dtype != np.uint8:
+        raise TypeError(f"codes: expected uint8 fp8 codes, got {codes.dtype}")
+    return TABLES[fp8_format].astype(dtype, copy=False)[codes]
 
 
 def encode_e4m3fn(values: np.ndarray) -> np.ndarray:

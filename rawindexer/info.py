@@ -52,7 +52,7 @@ def sm90_summary(target: dict) -> str:
             f"built by {target.get('toolchain', '?')}")
 
 
-SUMMARIES = {"gfx950": gfx950_summary, "sm_90a": sm90_summary}
+SUMMARIES = {"gfx950": gfx950_summary, "gfx942": gfx950_summary, "sm_90a": sm90_summary}
 
 
 def load_manifest() -> tuple[Path | None, dict, str]:
@@ -110,7 +110,8 @@ def info_rows() -> list[Row]:
     rows = [Row("rawindexer", f"{__version__} ({Path(__file__).resolve().parent})")]
     rows += kernel_rows(manifest, error)
     rows.append(Row("backends", "emulator (CPU arrays) always; GPUs below"))
-    rows.append(Row("  emulator", "ready: executes the gfx950 code object on the CPU (exact, slow)"))
+    rows.append(Row("  emulator", "ready: executes the gfx950 (default) or gfx942 (arch=\"gfx942\") code object on "
+                                  "the CPU (exact, slow)"))
     rows.append(Row("  hip", backend_state("hip", hip_verdict())[1]))
     rows.append(Row("  cuda", backend_state("cuda", cuda_verdict(parse_version(sm90.get("cuda_version"))))[1]))
     return rows

@@ -18,13 +18,26 @@ from . import dlpack
 from . import paged_kernels as pk
 from .backends import Backend, BufferSpan, backend_for_device_type, get_backend
 from .dispatch.base import LaunchPlan
+from .dispatch.paged_gfx942 import PagedGfx942Family
 from .dispatch.paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem
 from .dispatch.paged_sm90 import PagedSm90Family
 from .dlpack import TensorView
-from .validation import FP8_DTYPES, INT32_MAX, ValidationError
+from .validation import FP8_DTYPES, INT32_MAX, ValidationError, check_fp8_format
 
 #: target -> kernel family of the paged op (one entry per built target)
-PAGED_FAMILIES = {"gfx950": PagedGfx950Family, "sm_90a": PagedSm90Family}
+PAGED_FAMILIES = {"gfx950": PagedGfx950Family, "gfx942": PagedGfx942Family, "sm_90a": PagedSm90Family}
+#: the targets a backend runs besides its own (``arch=``)
+RUNS_ON = {"hip": ("gfx950", "gfx942"), "emulator": ("gfx950", "gfx942")}
+
+
+def _arch(backend: Backend, arch: str | None) -> str:
+    """The target a call runs: ``arch`` where ``backend`` runs it, else the backend's own."""
+    if arch is None:
+        return backend.arch
+    allowed = RUNS_ON.get(backend.name, (backend.arch,))
+    if arch not in allowed:
+        raise ValueError(f"arch: expected one of {allowed} for arrays on the {backend.name} backend, got {arch!r}")
+    return arch
 _families: dict[str, Any] = {}
 _functions: dict[tuple, Any] = {}
 
@@ -42,10 +55,11 @@ def is_paged_supported(num_heads: int, head_dim: int, block_size: int, arch: str
     return arch in PAGED_FAMILIES and _family(arch).is_supported(int(num_heads), int(head_dim), int(block_size))
 
 
-def _function(backend: Backend, device_id: int, symbol: str) -> Any:
-    key = (backend.name, device_id, backend.arch)
+def _function(backend: Backend, device_id: int, symbol: str, arch: str | None = None) -> Any:
+    arch = arch or backend.arch
+    key = (backend.name, device_id, arch)
     if key not in _functions:
-        _functions[key] = backend.load_module(_family(backend.arch).code_object())
+        _functions[key] = backend.load_module(_family(arch).code_object())
     fkey = (*key, symbol)
     if fkey not in _functions:
         _functions[fkey] = backend.get_function(_functions[key], symbol)
@@ -66,19 +80,21 @@ def _spans(p: PagedProblem, ptrs: PagedPointers, num_blocks: int) -> list[Buffer
 
 
 def _plan_and_launch(backend: Backend, device_id: int, p: PagedProblem, ptrs: PagedPointers, num_blocks: int,
-                     stream: int, split_n: int, num_warps: int, variant: str | None = None) -> LaunchPlan | None:
-    family = _family(backend.arch)
+                     stream: int, split_n: int, num_warps: int, variant: str | None = None,
+                     arch: str | None = None) -> LaunchPlan | None:
+    arch = _arch(backend, arch)
+    family = _family(arch)
     if not family.is_supported(p.heads, p.head_dim, p.block_size):
-        raise ValidationError(f"(num_heads, head_dim, block_size): expected a shape with a built {backend.arch} "
+        raise ValidationError(f"(num_heads, head_dim, block_size): expected a shape with a built {arch} "
                               f"decode kernel (is_paged_supported() says which), got "
                               f"({p.heads}, {p.head_dim}, {p.block_size})")
     if p.batch == 0 or p.max_context_len == 0:
         return None  # nothing to compute, nothing to write
-    plan = family.plan(p, ptrs, backend.compute_units(device_id), split_n=split_n, num_warps=num_warps,
+    plan = family.plan(p, ptrs, backend.compute_units_for(device_id, arch), split_n=split_n, num_warps=num_warps,
                        variant=variant)
     if hasattr(backend, "set_device"):
         backend.set_device(device_id)
-    backend.launch(_function(backend, device_id, plan.symbol), plan.grid, plan.block, plan.kernargs,
+    backend.launch(_function(backend, device_id, plan.symbol, arch), plan.grid, plan.block, plan.kernargs,
                    stream=stream, buffers=_spans(p, ptrs, num_blocks), shared_mem=plan.shared_mem)
     return plan
 
@@ -95,10 +111,11 @@ def launch_paged(q_ptr: int, kv_cache_ptr: int, weights_ptr: int, context_lens_p
                  num_blocks: int, max_blocks: int, max_context_len: int, out_row_stride: int | None = None,
                  context_lens_2d: bool = False, clean_logits: bool = False, stream: int = 0, device: str = "hip",
                  device_id: int = 0, split_n: int = 0, num_warps: int = 0,
-                 variant: str | None = None) -> LaunchPlan | None:
+                 variant: str | None = None, arch: str | None = None,
+                 fp8_format: str | None = None) -> LaunchPlan | None:
     """Raw entry: device pointers as integers, every array contiguous.
 
-    q [batch, next_n, num_heads, head_dim] fp8 e4m3fn bytes; kv_cache [num_blocks, block_size, 1,
+    q [batch, next_n, num_heads, head_dim] fp8 bytes (``fp8_format``: e4m3fn by default, e4m3fnuz on gfx942); kv_cache [num_blocks, block_size, 1,
     head_dim + 4] uint8 (fused layout); weights [batch * next_n, num_heads] float32; context_lens int32
     [batch] (or [batch, next_n] with ``context_lens_2d``); block_table [batch, max_blocks] int32; out
     [batch * next_n, max_context_len] float32 with rows ``out_row_stride`` (>= max_context_len) elements
@@ -112,10 +129,11 @@ def launch_paged(q_ptr: int, kv_cache_ptr: int, weights_ptr: int, context_lens_p
     if out_row_stride < max_context_len:
         raise ValidationError(f"out_row_stride: expected >= max_context_len={max_context_len}, got {out_row_stride}")
     p = PagedProblem(int(batch), int(next_n), int(num_heads), int(head_dim), int(block_size), int(max_context_len),
-                     int(max_blocks), out_row_stride, bool(clean_logits), bool(context_lens_2d))
+                     int(max_blocks), out_row_stride, bool(clean_logits), bool(context_lens_2d),
+                     check_fp8_format(fp8_format) or "e4m3fn")
     ptrs = PagedPointers(q_ptr, kv_cache_ptr, weights_ptr, context_lens_ptr, block_table_ptr, out_ptr)
     return _plan_and_launch(get_backend(device), device_id, p, ptrs, int(num_blocks), stream, split_n, num_warps,
-                            variant)
+                            variant, arch)
 
 
 def _fail(name: str, got: str, expected: str) -> None:
@@ -123,8 +141,11 @@ def _fail(name: str, got: str, expected: str) -> None:
 
 
 def validate_paged(q: TensorView, kv_cache: TensorView, weights: TensorView, context_lens: TensorView,
-                   block_table: TensorView, max_context_len: int, out: TensorView | None) -> tuple[PagedProblem, int]:
-    """Check every operand; (problem without out_row_stride / clean_logits filled in, num_blocks)."""
+                   block_table: TensorView, max_context_len: int, out: TensorView | None,
+                   fp8_format: str | None = None) -> tuple[PagedProblem, int]:
+    """Check every operand; (problem without out_row_stride / clean_logits filled in, num_blocks). The
+    fp8 format of q and the cache's keys: q's float8 dtype, else ``fp8_format`` (default e4m3fn); the
+    uint8 cache carries no dtype of its own and is read in q's format."""
     def contiguous(name: str, t: TensorView) -> None:
         if not t.is_contiguous():
             _fail(name, f"strides {tuple(t.strides)} (elements) for shape {tuple(t.shape)}", "a contiguous array")
@@ -175,8 +196,15 @@ def validate_paged(q: TensorView, kv_cache: TensorView, weights: TensorView, con
     for name, t in named:
         if t.device != q.device:
             _fail(name, f"an array on DLPack device {t.device}", f"q's device {q.device} (mixed devices)")
+    if q.dtype.name == "uint8":
+        fmt = check_fp8_format(fp8_format) or "e4m3fn"
+    else:
+        fmt = q.dtype.name.removeprefix("float8_")
+        if fp8_format is not None and check_fp8_format(fp8_format) != fmt:
+            _fail("fp8_format", repr(fp8_format), f"None or {fmt!r}: q is {q.dtype.name} (fp8_format= describes "
+                  "uint8 bytes)")
     problem = PagedProblem(B, next_n, H, D, block_size, int(max_context_len), block_table.shape[1], 0, False,
-                           len(context_lens.shape) == 2)
+                           len(context_lens.shape) == 2, fmt)
     return problem, num_blocks
 
 
@@ -188,10 +216,10 @@ class PreparedPagedLogits:
     """
 
     def __init__(self, backend: Backend, device_id: int, plan: LaunchPlan | None, spans: list[BufferSpan],
-                 stream: int, keep: tuple, result: Any) -> None:
+                 stream: int, keep: tuple, result: Any, arch: str | None = None) -> None:
         self.backend, self.device_id, self.plan, self.stream = backend, device_id, plan, stream
         self._spans, self._keep, self._result = spans, keep, result
-        self._function = _function(backend, device_id, plan.symbol) if plan is not None else None
+        self._function = _function(backend, device_id, plan.symbol, arch) if plan is not None else None
 
     def __call__(self, stream: int | None = None) -> Any:
         if self.plan is not None:
@@ -202,10 +230,11 @@ class PreparedPagedLogits:
 
 
 def _prepare(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any, max_context_len: int,
-             clean_logits: bool, out: Any, split_n: int, num_warps: int, stream: int | None):
+             clean_logits: bool, out: Any, split_n: int, num_warps: int, stream: int | None,
+             fp8_format: str | None = None):
     """Validate, allocate ``out`` when None, plan. -> (backend, device_id, problem, ptrs, num_blocks, stream,
     result, views)."""
-    from .api import _allocate_out, _current_stream, _dlpack_stream
+    from .api import _STREAM_OF_FRAMEWORK, _allocate_out, _dlpack_stream
 
     named = {"q": q, "kv_cache": kv_cache, "weights": weights, "context_lens": context_lens,
              "block_table": block_table}
@@ -220,27 +249,29 @@ def _prepare(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table
     backend = backend_for_device_type(device[0])
     framework = dlpack.framework_of(q)
     if stream is None:
-        stream = _current_stream(framework, backend, device[1])
+        get_stream = _STREAM_OF_FRAMEWORK.get(framework)  # the framework's current stream on a GPU
+        stream = get_stream(device[1]) if get_stream is not None and device[0] != dlpack.DL_CPU else 0
     dl_stream = _dlpack_stream(backend, stream)
     views = {name: dlpack.from_dlpack(obj, name=name, stream=dl_stream) for name, obj in named.items()}
     out_view = dlpack.from_dlpack(out, name="out", stream=dl_stream) if out is not None else None
-    problem, num_blocks = validate_paged(*views.values(), max_context_len, out_view)
+    problem, num_blocks = validate_paged(*views.values(), max_context_len, out_view, fp8_format)
     rows = problem.batch * problem.next_n
     result = lambda: out  # noqa: E731
     if out is None:
-        out, result = _allocate_out(framework, q, backend, device, rows, max_context_len, stream)
+        out, _, result = _allocate_out(framework, q, backend, device, rows, max_context_len, stream)
         out_view = dlpack.from_dlpack(out, name="out", stream=dl_stream)
     out_row_stride = out_view.strides[0] if rows > 1 else max_context_len
     problem = PagedProblem(problem.batch, problem.next_n, problem.heads, problem.head_dim, problem.block_size,
                            max_context_len, problem.max_blocks, out_row_stride, bool(clean_logits),
-                           problem.context_lens_2d)
+                           problem.context_lens_2d, problem.fp8_format)
     ptrs = PagedPointers(*(views[n].ptr for n in named), out_view.ptr)
     return backend, device[1], problem, ptrs, num_blocks, stream, result, (views, out_view, out)
 
 
 def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
                          max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
-                         num_warps: int = 0, variant: str | None = None, stream: int | None = None) -> Any:
+                         num_warps: int = 0, variant: str | None = None, stream: int | None = None,
+                         arch: str | None = None, fp8_format: str | None = None) -> Any:
     """Decode indexer logits over a paged fp8 key cache.
 
         logits[b*next_n + j, t] = sum_h relu(<q[b,j,h], K_b[t]>) * scale_b[t] * weights[b*next_n + j, h]
@@ -262,36 +293,42 @@ def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any,
             exactly converted values, fp32-accurate -- or "fp8", the e4m3 wgmma at twice the tensor rate
             with Hopper's shorter fp8 accumulation); None = the target's default.
         stream: the stream to launch on; None = the caller framework's current stream.
+        arch: the target on ROCm arrays and the emulator, "gfx950" (None) or "gfx942" (MI300X / MI325X).
+        fp8_format: the format of uint8 q and of the cache's key bytes, "e4m3fn" (None) or "e4m3fnuz" (gfx942
+            reads both; gfx950 and sm_90a e4m3fn). A float8_e4m3fnuz q needs no fp8_format.
     Returns logits [B * next_n, max_context_len] float32 in the caller's framework (``out`` when given).
     CPU arrays run on the gfx950 emulator, ROCm arrays on the gfx950 kernel, CUDA arrays on the sm_90a twin.
     q and kv_cache must be 16-byte aligned.
     """
     backend, device_id, problem, ptrs, num_blocks, stream, result, _ = _prepare(
         q, kv_cache, weights, context_lens, block_table, max_context_len, clean_logits, out, split_n, num_warps,
-        stream)
-    _plan_and_launch(backend, device_id, problem, ptrs, num_blocks, stream, int(split_n), int(num_warps), variant)
+        stream, fp8_format)
+    _plan_and_launch(backend, device_id, problem, ptrs, num_blocks, stream, int(split_n), int(num_warps), variant,
+                     arch)
     return result()
 
 
 def prepare_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any, block_table: Any,
                              max_context_len: int, clean_logits: bool = False, out: Any = None, *, split_n: int = 0,
                              num_warps: int = 0, variant: str | None = None,
-                             stream: int | None = None) -> PreparedPagedLogits:
+                             stream: int | None = None, arch: str | None = None,
+                             fp8_format: str | None = None) -> PreparedPagedLogits:
     """Everything :func:`fp8_paged_mqa_logits` does except the launch, once: the returned object launches
     on these buffers when called (their contents may change between calls, their addresses and shapes
     may not)."""
     backend, device_id, problem, ptrs, num_blocks, stream, result, keep = _prepare(
         q, kv_cache, weights, context_lens, block_table, max_context_len, clean_logits, out, split_n, num_warps,
-        stream)
-    family = _family(backend.arch)
+        stream, fp8_format)
+    arch = _arch(backend, arch)
+    family = _family(arch)
     if not family.is_supported(problem.heads, problem.head_dim, problem.block_size):
-        raise ValidationError(f"(num_heads, head_dim, block_size): expected a shape with a built {backend.arch} "
+        raise ValidationError(f"(num_heads, head_dim, block_size): expected a shape with a built {arch} "
                               f"decode kernel, got ({problem.heads}, {problem.head_dim}, {problem.block_size})")
     plan = None
     if problem.batch and problem.max_context_len:
-        plan = family.plan(problem, ptrs, backend.compute_units(device_id), split_n=int(split_n),
+        plan = family.plan(problem, ptrs, backend.compute_units_for(device_id, arch), split_n=int(split_n),
                            num_warps=int(num_warps), variant=variant)
         if hasattr(backend, "set_device"):
             backend.set_device(device_id)
     return PreparedPagedLogits(backend, device_id, plan, _spans(problem, ptrs, num_blocks), stream,
-                               (keep, q, kv_cache, weights, context_lens, block_table), result)
+                               (keep, q, kv_cache, weights, context_lens, block_table), result, arch)

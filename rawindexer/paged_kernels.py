@@ -60,6 +60,10 @@ class PagedTarget:
     instance_macro: str = "PAGED_INSTANCES"
     #: bytes of shared memory per workgroup beyond Q and weights (sm_90a: the cp.async ring), by head_dim
     ring_bytes: dict | None = None
+    #: fp8 format of q / the cache -> the variant that reads it (None: e4m3fn only, any variant)
+    format_variants: dict | None = None
+    #: the macro the source expands over the instance list of the e4m3fn-on-fnuz variant ("fn")
+    fn_instance_macro: str = "PAGED_FN_INSTANCES"
 
     def symbol(self, inst: PagedInstance, variant: str = "") -> str:
         base = f"{self.symbol_prefix}_h{inst.heads}_d{inst.head_dim}_bs{inst.block_size}"
@@ -82,6 +86,12 @@ TARGETS: dict[str, PagedTarget] = {
     "gfx950": PagedTarget(
         arch="gfx950", design="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
         code_object=f"{OP}.gfx950.hsaco", instances=ALL_INSTANCES),
+    # gfx942 (MI300X / MI325X): the same source through kernels/target.h; "" reads e4m3fnuz (the MFMA's
+    # format), "fn" reads e4m3fn bytes in place (patched where staged / loaded, weights x 4)
+    "gfx942": PagedTarget(
+        arch="gfx942", design="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
+        code_object=f"{OP}.gfx942.hsaco", instances=ALL_INSTANCES, variants=("", "fn"),
+        format_variants={"e4m3fnuz": "", "e4m3fn": "fn"}),
     "sm_90a": PagedTarget(
         arch="sm_90a", design="cp_async_ring_wgmma_ss", source=ROOT / "kernels" / "fp8_paged_mqa_logits_sm90.cu",
         code_object=f"{OP}.sm90a.cubin", instances=ALL_INSTANCES, symbol_prefix=f"{OP}_sm90",

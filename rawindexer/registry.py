@@ -47,11 +47,14 @@ class Design:
 
 
 @dataclass(frozen=True)
-class Gfx950Instance:
-    """One compiled gfx950 prefill kernel: ``design`` at (heads, head_dim, block_m, unroll).
+class GfxInstance:
+    """One compiled prefill kernel of kernels/fp8_mqa_logits.hip (gfx950, gfx942): ``design`` at (heads,
+    head_dim, block_m, unroll) for one input format.
 
     ``unroll`` = K tiles per loop iteration of the seed design (1 or 2); the MFMA-score designs always walk
-    two tiles per iteration (register ping-pong), so their unroll is 1.
+    two tiles per iteration (register ping-pong), so their unroll is 1. ``fp8_format``: the format of the q / k
+    bytes it reads -- the target's own MFMA format, or (gfx942 only, ``fn_on_fnuz``) e4m3fn bytes read in place
+    on the fnuz MFMA (kernels/target.h; symbol suffix _fn).
     """
 
     heads: int
@@ -59,6 +62,8 @@ class Gfx950Instance:
     block_m: int
     unroll: int
     design: str = "seed"
+    fp8_format: str = "e4m3fn"
+    fn_on_fnuz: bool = False
 
     @property
     def path(self) -> str:  # the manifest's and build.py's older word for a design
@@ -66,9 +71,13 @@ class Gfx950Instance:
 
     @property
     def symbol(self) -> str:
-        if self.design == "seed":
-            return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_u{self.unroll}"
-        return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.design}"
+        if self.design != "seed":
+            return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.design}"
+        suffix = "_fn" if self.fn_on_fnuz else ""
+        return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_u{self.unroll}{suffix}"
+
+
+Gfx950Instance = GfxInstance  # the name before gfx942 shared the source
 
 
 @dataclass(frozen=True)
@@ -125,12 +134,32 @@ MRF_BLOCK_M = {(32, 64): (1, 2, 3, 4), (32, 128): (1, 2, 3, 4), (64, 64): (1, 2,
 # loop); H=64, D=64 BM 4, H=64, D=128 BM 3, H=128, D=64 BM 2 and H=128, D=128 BM 1 spill (3-186 VGPRs).
 MRF_3_WAVES = {(32, 128, 4)}
 
-GFX950_INSTANCES: tuple[Gfx950Instance, ...] = tuple(
-    [Gfx950Instance(h, d, bm, u) for (h, d), max_bm in SEED_MAX_BLOCK_M.items() for bm in range(1, max_bm + 1)
+GFX950_INSTANCES: tuple[GfxInstance, ...] = tuple(
+    [GfxInstance(h, d, bm, u) for (h, d), max_bm in SEED_MAX_BLOCK_M.items() for bm in range(1, max_bm + 1)
      for u in (1, 2) if (h, d, bm, u) not in SEED_SPILLS]
-    + [Gfx950Instance(h, d, bm, 1, "mr") for (h, d), bms in MR_BLOCK_M.items() for bm in bms]
-    + [Gfx950Instance(h, d, bm, 1, "mrp") for (h, d), bm in MRP_BLOCK_M.items()]
-    + [Gfx950Instance(h, d, bm, 1, "mrf") for (h, d), bms in MRF_BLOCK_M.items() for bm in bms])
+    + [GfxInstance(h, d, bm, 1, "mr") for (h, d), bms in MR_BLOCK_M.items() for bm in bms]
+    + [GfxInstance(h, d, bm, 1, "mrp") for (h, d), bm in MRP_BLOCK_M.items()]
+    + [GfxInstance(h, d, bm, 1, "mrf") for (h, d), bms in MRF_BLOCK_M.items() for bm in bms])
+
+# ---------------------------------------------------------------------------------------------------
+# fp8_mqa_logits on gfx942 (MI300X / MI325X): the same source through kernels/target.h
+# ---------------------------------------------------------------------------------------------------
+GFX942 = "gfx942"
+GFX942_DESIGNS: dict[str, Design] = {d.name: d for d in [
+    Design(PREFILL, GFX942, "seed", "the seed's design through kernels/target.h (the accurate default; "
+           "docs/GFX942.md)", logit_eps=1e-5, default_rank=0),
+]}
+# The seed design at BLOCK_M <= 4, each instance for e4m3fnuz inputs (the MFMA's own format) and for e4m3fn
+# inputs read in place (_fn). Left out: the instances that spill on gfx942 (clang 22, checked with this
+# build's metadata): H=128, D=64, BLOCK_M 2 with two tiles in flight (both formats) -- the one gfx950 drops.
+GFX942_SPILLS = {(128, 64, 2, 2)}
+GFX942_INSTANCES: tuple[GfxInstance, ...] = tuple(
+    GfxInstance(h, d, bm, u, "seed", fmt, fmt == "e4m3fn")
+    for (h, d), max_bm in SEED_MAX_BLOCK_M.items()
+    for bm in range(1, min(max_bm, 4) + 1)
+    for u in (1, 2)
+    for fmt in ("e4m3fnuz", "e4m3fn")
+    if (h, d, bm, u) not in GFX942_SPILLS)
 
 # ---------------------------------------------------------------------------------------------------
 # fp8_mqa_logits on sm_90a (kernels/fp8_mqa_logits_sm90.cu; experiments in kernels/experimental/)
@@ -181,7 +210,7 @@ SM90_INSTANCES: tuple[Sm90Instance, ...] = tuple(
 # ---------------------------------------------------------------------------------------------------
 #: op -> target -> design name -> Design
 DESIGNS: dict[str, dict[str, dict[str, Design]]] = {
-    PREFILL: {GFX950: GFX950_DESIGNS, SM90: SM90_DESIGNS},
+    PREFILL: {GFX950: GFX950_DESIGNS, GFX942: GFX942_DESIGNS, SM90: SM90_DESIGNS},
     PAGED: {t.arch: {name or t.design: Design(PAGED, t.arch, name or t.design, t.design,
                                              default_rank=0 if i == 0 else None)
                      for i, name in enumerate(t.variants)}
@@ -189,7 +218,7 @@ DESIGNS: dict[str, dict[str, dict[str, Design]]] = {
 }
 #: op -> target -> the instances the build ships (experiments excluded)
 INSTANCES: dict[str, dict[str, tuple]] = {
-    PREFILL: {GFX950: GFX950_INSTANCES, SM90: SM90_INSTANCES},
+    PREFILL: {GFX950: GFX950_INSTANCES, GFX942: GFX942_INSTANCES, SM90: SM90_INSTANCES},
     PAGED: {t.arch: tuple((inst, v) for inst in t.instances for v in t.variants)
             for t in paged_kernels.TARGETS.values()},
 }
@@ -212,6 +241,6 @@ def logit_eps(op: str, target: str) -> dict[str, float]:
     return {n: d.logit_eps for n, d in DESIGNS[op][target].items() if d.logit_eps is not None}
 
 
-__all__ = ["Design", "Gfx950Instance", "Sm90Instance", "DESIGNS", "INSTANCES", "OPS", "PREFILL", "PAGED", "GFX950",
+__all__ = ["Design", "GfxInstance", "Gfx950Instance", "GFX942", "GFX942_DESIGNS", "GFX942_INSTANCES", "Sm90Instance", "DESIGNS", "INSTANCES", "OPS", "PREFILL", "PAGED", "GFX950",
            "SM90", "GFX950_DESIGNS", "SM90_DESIGNS", "GFX950_INSTANCES", "SM90_INSTANCES", "MRF_3_WAVES",
            "designs", "default_designs", "logit_eps"]

@@ -17,7 +17,9 @@ from .errors import ValidationError  # noqa: F401  (re-exported: raised here)
 INT32_MAX = 2**31 - 1
 # The kernel indexes keys with int32 and walks up to one 32-token tile past the window end per warp.
 MAX_KEYS = INT32_MAX - 1024
-FP8_DTYPES = ("float8_e4m3fn", "uint8")
+FP8_DTYPES = ("float8_e4m3fn", "float8_e4m3fnuz", "uint8")
+#: the fp8 formats q and k may hold: OCP e4m3fn (bias 7, max 448) and e4m3fnuz (bias 8, max 240, 0x80 NaN)
+FP8_FORMATS = ("e4m3fn", "e4m3fnuz")
 
 
 class Operand(NamedTuple):
@@ -44,6 +46,31 @@ class Dims:
     N: int
     heads: int
     head_dim: int
+    #: format of q and k's bytes: "e4m3fn" or "e4m3fnuz" (their dtype, or fp8_format= for uint8 bytes)
+    fp8_format: str = "e4m3fn"
+
+
+def check_fp8_format(fp8_format: Any) -> str | None:
+    """``fp8_format`` (None, "e4m3fn" or "e4m3fnuz") checked; the name of the argument in errors."""
+    if fp8_format is None or fp8_format in FP8_FORMATS:
+        return fp8_format
+    raise ValueError(f"fp8_format: expected None or one of {FP8_FORMATS}, got {fp8_format!r}")
+
+
+def input_format(q_dtype: str, k_dtype: str, fp8_format: str | None) -> str:
+    """The fp8 format of q and k: their float8 dtype, or ``fp8_format`` (default e4m3fn) for uint8 bytes.
+    q and k in different formats, or a float8 dtype that contradicts ``fp8_format``, are errors naming both."""
+    if k_dtype != q_dtype:
+        formats = {d: d.removeprefix("float8_") if d.startswith("float8_") else f"{d} bytes" for d in (q_dtype, k_dtype)}
+        _fail("k_fp8", f"dtype {k_dtype} ({formats[k_dtype]})",
+              f"q_fp8's dtype {q_dtype} ({formats[q_dtype]}): q and k in one format")
+    if q_dtype == "uint8":
+        return fp8_format or "e4m3fn"
+    fmt = q_dtype.removeprefix("float8_")
+    if fp8_format is not None and fp8_format != fmt:
+        _fail("fp8_format", repr(fp8_format), f"None or {fmt!r}: q_fp8 and k_fp8 are {q_dtype} (fp8_format= "
+              "describes uint8 bytes)")
+    return fmt
 
 
 def _fail(name: str, got: str, expected: str) -> None:
@@ -95,8 +122,9 @@ def check_sizes(M: int, N: int, out_row_stride: int) -> None:
 
 
 def validate(q: Any, k: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
-             out: Any | None) -> Dims:
-    """Check every operand (Operand or TensorView); return the problem's dimensions."""
+             out: Any | None, fp8_format: str | None = None) -> Dims:
+    """Check every operand (Operand or TensorView); return the problem's dimensions and input format
+    (``fp8_format``: the format of uint8 q / k bytes, None = e4m3fn; see :func:`input_format`)."""
     q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke = (
         Operand.of(t) for t in (q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke))
     out = Operand.of(out) if out is not None else None
@@ -110,8 +138,7 @@ def validate(q: Any, k: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_
     N = k.shape[0]
     _check_shape("k_fp8", k, (N, D), f"[N, head_dim] with q_fp8's head_dim={D}")
     _check_dtype("k_fp8", k, FP8_DTYPES)
-    if k.dtype != q.dtype:
-        _fail("k_fp8", f"dtype {k.dtype}", f"q_fp8's dtype {q.dtype}")
+    fmt = input_format(q.dtype, k.dtype, fp8_format)
     _check_contiguous("k_fp8", k)
     for name, t, shape, described in [
         ("kv_scale", kv_scale, (N,), "[N] float32"),
@@ -142,4 +169,4 @@ def validate(q: Any, k: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_
     if mixed:
         listed = ", ".join(f"{name} on {devices[name]}" for name in mixed)
         _fail(", ".join(mixed), f"{listed} (mixed devices)", f"every array on q_fp8's device {q.device}")
-    return Dims(M, N, H, D)
+    return Dims(M, N, H, D, fmt)

@@ -183,6 +183,11 @@ class Backend(ABC):
     def compute_units(self, device_id: int = 0) -> int:
         """Number of CUs / SMs of the device (drives the SplitN heuristic)."""
 
+    def compute_units_for(self, device_id: int, arch: str) -> int:
+        """CUs the heuristic plans ``arch``'s kernel for: the device's own count on a GPU; a backend that
+        runs several targets without being one (the emulator) answers the modelled device's."""
+        return self.compute_units(device_id)
+
     # Host <-> device copies for hosts without a framework (run.py, embedding). Backends whose device
     # memory is host memory (the emulator) inherit these; GPU backends override them.
     def copy_from_host(self, dst_ptr: int, src: "np.ndarray") -> None:

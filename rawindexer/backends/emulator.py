@@ -1,4 +1,4 @@
-"""The CPU backend: executes gfx950 code objects in :mod:`rawindexer.emulator`.
+"""The CPU backend: executes gfx950 (default) or gfx942 code objects in :mod:`rawindexer.emulator`.
 
 Device pointers are host pointers (numpy / torch-CPU / JAX-CPU buffers are used zero-copy); only the
 spans a launch lists in ``buffers`` (plus its kernargs and memory from :meth:`alloc`) are accessible,
@@ -16,6 +16,9 @@ from ..emulator import Emulator, LaunchStats, Memory
 from .base import Backend, BufferSpan, DeviceAllocation
 
 MI355X_CUS = 256
+MI300X_CUS = 304
+#: the device each target's launches are planned for when emulated (MI355X; MI300X / MI325X)
+MODELLED_CUS = {"gfx950": MI355X_CUS, "gfx942": MI300X_CUS}
 _MAPS = Path("/proc/self/maps")
 
 
@@ -60,7 +63,8 @@ class _Function:
 
 
 class EmulatorBackend(Backend):
-    """gfx950 on the CPU: load_module -> get_function -> launch, exactly like the GPU backends."""
+    """gfx950 or gfx942 on the CPU: load_module -> get_function -> launch, exactly like the GPU backends.
+    The code object names its target; ``arch`` is the one used when the caller names none."""
 
     name = "emulator"
     dlpack_device_type = 1  # kDLCPU
@@ -115,6 +119,9 @@ class EmulatorBackend(Backend):
 
     def compute_units(self, device_id: int = 0) -> int:
         return MI355X_CUS
+
+    def compute_units_for(self, device_id: int, arch: str) -> int:
+        return MODELLED_CUS.get(arch, MI355X_CUS)
 
     def host_array(self, allocation: DeviceAllocation) -> np.ndarray:
         """The numpy array behind an allocation (the emulator's device memory is host memory)."""

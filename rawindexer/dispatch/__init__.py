@@ -9,6 +9,7 @@ from .base import KernelFamily, LaunchPlan, Pointers, Problem, Tunables
 #: target architecture -> (module, class); a new target is one new file plus a line here
 FAMILIES: dict[str, tuple[str, str]] = {
     "gfx950": ("rawindexer.dispatch.gfx950", "Gfx950Family"),
+    "gfx942": ("rawindexer.dispatch.gfx942", "Gfx942Family"),
     "sm_90a": ("rawindexer.dispatch.sm90", "Sm90Family"),
 }
 

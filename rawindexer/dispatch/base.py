@@ -23,8 +23,8 @@ BUILD_DIR: Path | None = None
 
 @dataclass(frozen=True)
 class Problem:
-    """Shapes of one call. Q [M, heads, head_dim] fp8, K [N, head_dim] fp8, out [M, N] f32 rows
-    ``out_row_stride`` elements apart."""
+    """Shapes of one call. Q [M, heads, head_dim] fp8, K [N, head_dim] fp8 (both in ``fp8_format``,
+    "e4m3fn" or "e4m3fnuz"), out [M, N] f32 rows ``out_row_stride`` elements apart."""
 
     M: int
     N: int
@@ -32,6 +32,7 @@ class Problem:
     head_dim: int
     out_row_stride: int
     clean_logits: bool
+    fp8_format: str = "e4m3fn"
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,10 @@ class KernelFamily(ABC):
     """Host side of one kernel source for one target."""
 
     arch: str = ""
+    #: the fp8 formats of q / k this target's kernels read (natively or by a documented in-kernel route)
+    fp8_formats: tuple[str, ...] = ("e4m3fn",)
+    #: why other formats are not served (for the error message)
+    fp8_format_note: str = "the kernel's MFMA reads e4m3fn; e4m3fnuz is served by the gfx942 kernel"
 
     def __init__(self, build_dir: Path | None = BUILD_DIR) -> None:
         #: where the kernels come from; None = resolved at each use (see rawindexer.kernel_files)

@@ -50,15 +50,23 @@ LOGIT_EPS = registry.logit_eps(registry.PREFILL, registry.GFX950)
 
 class Gfx950Family(KernelFamily):
     arch = "gfx950"
+    #: the designs this target builds, and which the heuristic uses (in order of preference)
+    paths: tuple[str, ...] = PATHS
+    default_paths: tuple[str, ...] = DEFAULT_PATHS
+    path_env = "RAWINDEXER_GFX950_PATH"
 
     # ---- what is built ----
-    def variants(self, heads: int, head_dim: int, path: str | None = None) -> dict[tuple[int, int], dict]:
-        """{(block_m, unroll): manifest entry} of the built variants of one path serving (heads, head_dim)."""
+    def variants(self, heads: int, head_dim: int, path: str | None = None,
+                 fp8_format: str | None = None) -> dict[tuple[int, int], dict]:
+        """{(block_m, unroll): manifest entry} of the built variants of one path serving (heads, head_dim)
+        for q / k bytes in ``fp8_format`` (default: the target's own, ``fp8_formats[0]``)."""
         path = path or self.path(heads=heads, head_dim=head_dim)
+        fmt = fp8_format or self.fp8_formats[0]
         out = {}
         for symbol, entry in self.target["kernels"].items():
             p = entry["params"]
-            if p["heads"] == heads and p["head_dim"] == head_dim and p.get("path", "seed") == path:
+            if (p["heads"] == heads and p["head_dim"] == head_dim and p.get("path", "seed") == path
+                    and p.get("fp8_format", "e4m3fn") == fmt):
                 out[(p["block_m"], p["unroll"])] = {**entry, "symbol": symbol}
         return out
 
@@ -69,18 +77,18 @@ class Gfx950Family(KernelFamily):
         """The kernel path in use: ``tunables.variant``, else RAWINDEXER_GFX950_PATH, else the first of
         :data:`DEFAULT_PATHS` that has a built variant for (heads, head_dim)."""
         if tunables is not None and tunables.variant:
-            if tunables.variant not in PATHS:
-                raise ValueError(f"variant: expected None or one of {PATHS}, got {tunables.variant!r}")
+            if tunables.variant not in self.paths:
+                raise ValueError(f"variant: expected None or one of {self.paths} ({self.arch}), got {tunables.variant!r}")
             return tunables.variant
-        path = os.environ.get("RAWINDEXER_GFX950_PATH", "")
+        path = os.environ.get(self.path_env, "") if self.path_env else ""
         if path:
-            if path not in PATHS:
-                raise ValueError(f"RAWINDEXER_GFX950_PATH: expected one of {PATHS}, got {path!r}")
+            if path not in self.paths:
+                raise ValueError(f"{self.path_env}: expected one of {self.paths}, got {path!r}")
             return path
-        for path in DEFAULT_PATHS:
+        for path in self.default_paths:
             if self.variants(heads, head_dim, path):
                 return path
-        return DEFAULT_PATHS[-1]
+        return self.default_paths[-1]
 
     # ---- the host heuristic ----
     def default_block_m(self, variants: dict, path: str = "seed") -> int:
@@ -134,7 +142,7 @@ class Gfx950Family(KernelFamily):
         Unmeasured: no gfx950 here.
         """
         path = self.path(tunables, problem.heads, problem.head_dim)
-        variants = self.variants(problem.heads, problem.head_dim, path)
+        variants = self.variants(problem.heads, problem.head_dim, path, problem.fp8_format)
         block_m = tunables.block_m or self.default_block_m(variants, path)
         square_short = problem.M == problem.N and problem.N in (1024, 4096, 8192)
         if tunables.num_warps:
@@ -173,9 +181,12 @@ class Gfx950Family(KernelFamily):
 
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
         path = self.path(tunables, problem.heads, problem.head_dim)
-        variants = self.variants(problem.heads, problem.head_dim, path)
+        if problem.fp8_format not in self.fp8_formats:
+            raise ValueError(f"fp8_format: expected {' or '.join(self.fp8_formats)} for the {self.arch} kernel, got "
+                             f"{problem.fp8_format!r} ({self.fp8_format_note})")
+        variants = self.variants(problem.heads, problem.head_dim, path, problem.fp8_format)
         if not variants:
-            raise ValueError(f"(num_heads, head_dim): no gfx950 {path!r} kernel for ({problem.heads}, "
+            raise ValueError(f"(num_heads, head_dim): no {self.arch} {path!r} kernel for ({problem.heads}, "
                              f"{problem.head_dim}); built: {sorted(self.supported_shapes(path))}")
         if tunables.block_m and (tunables.block_m, 1) not in variants:
             raise ValueError(f"block_m: expected 0 (heuristic) or one of {sorted({bm for bm, _ in variants})} for "
@@ -194,7 +205,7 @@ class Gfx950Family(KernelFamily):
             raise ValueError(f"unroll2: expected None or False at block_m={cfg['block_m']}, heads={problem.heads}, "
                              f"head_dim={problem.head_dim} (that instantiation is not built: it spills), got True")
         entry = variants[key]
-        cfg = {**cfg, "path": path}
+        cfg = {**cfg, "path": path, "fp8_format": problem.fp8_format}
         flags = (FLAG_CLEAN_LOGITS if problem.clean_logits else 0) | (FLAG_REVERSE_ROWS if cfg["reverse_rows"] else 0)
         values = {
             "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,

@@ -35,6 +35,8 @@ class PagedProblem:
     out_row_stride: int
     clean_logits: bool
     context_lens_2d: bool
+    #: format of q's and the cache's fp8 bytes ("e4m3fn" or "e4m3fnuz")
+    fp8_format: str = "e4m3fn"
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ def best_split(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
 
 class PagedGfx950Family:
     arch = "gfx950"
+    #: LDS one workgroup may allocate and one CU holds (gfx950: 160 KB)
+    lds_per_cu = LDS_PER_CU
 
     def __init__(self, build_dir: Path | None = BUILD_DIR) -> None:
         self.build_dir = build_dir
@@ -84,19 +88,27 @@ class PagedGfx950Family:
     def code_object(self) -> bytes:
         return (kernel_dir(self.build_dir) / self.target["code_object"]).read_bytes()
 
-    def variant(self, variant: str | None) -> str:
-        """The design to run: ``variant`` if given (one of the target's), else the target's default."""
+    def variant(self, variant: str | None, fp8_format: str = "e4m3fn") -> str:
+        """The design to run: ``variant`` if given (one of the target's), else the one reading ``fp8_format``
+        where the target builds one per format, else the target's default."""
         spec = pk.TARGETS[self.arch]
+        formats = spec.format_variants or {"e4m3fn": None}
+        if fp8_format not in formats:
+            raise ValueError(f"fp8_format: expected {' or '.join(formats)} for the {self.arch} decode kernel, got "
+                             f"{fp8_format!r}")
         if variant is None:
-            return spec.default_variant
+            return spec.default_variant if formats[fp8_format] is None else formats[fp8_format]
         if variant not in spec.variants:
             raise ValueError(f"variant: expected None or one of {[v for v in spec.variants if v]} for {self.arch}, "
                              f"got {variant!r}")
         return variant
 
-    def entry(self, heads: int, head_dim: int, block_size: int, variant: str | None = None) -> dict | None:
+    def entry(self, heads: int, head_dim: int, block_size: int, variant: str | None = None,
+              fp8_format: str = "e4m3fn") -> dict | None:
         spec = pk.TARGETS[self.arch]
-        symbol = spec.symbol(pk.PagedInstance(heads, head_dim, block_size), self.variant(variant))
+        fmt = fp8_format if spec.format_variants is None or fp8_format in spec.format_variants else None
+        fmt = fmt or next(iter(spec.format_variants))
+        symbol = spec.symbol(pk.PagedInstance(heads, head_dim, block_size), self.variant(variant, fmt))
         entry = self.target["kernels"].get(symbol)
         return {**entry, "symbol": symbol} if entry else None
 
@@ -108,23 +120,27 @@ class PagedGfx950Family:
         waves. split_n: :func:`best_split` over the device's resident workgroups (registers and LDS), at
         least two tiles per wave of a split at the longest possible context (max_context_len)."""
         lds = pk.dynamic_lds_bytes(p.heads, p.head_dim, p.next_n)
+        if lds > self.lds_per_cu:
+            raise ValueError(f"(num_heads, head_dim, next_n): Q and weights of one sequence need {lds} bytes of LDS, "
+                             f"more than {self.arch}'s {self.lds_per_cu}; got ({p.heads}, {p.head_dim}, {p.next_n})")
         if not num_warps:
-            groups_per_cu = max(1, LDS_PER_CU // lds)
+            groups_per_cu = max(1, self.lds_per_cu // lds)
             num_warps = min(MAX_WARPS, max(4, -(-WAVES_PER_CU_WANTED // groups_per_cu)))
         if not split_n:
             # resident workgroups per CU: registers (waves/SIMD x 4 SIMDs) and LDS both limit them
             entry = self.entry(p.heads, p.head_dim, p.block_size)
             waves = 4 * (entry["resources"]["waves_per_simd"] if entry else 4)
-            per_cu = max(1, min(waves // num_warps, LDS_PER_CU // lds))
+            per_cu = max(1, min(waves // num_warps, self.lds_per_cu // lds))
             tiles = -(-p.max_context_len // TILE_N)
             split_n = best_split(p.batch, tiles, per_cu * compute_units, 2 * num_warps)
         return {"num_warps": num_warps, "split_n": split_n, "lds": lds}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
              num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
-        entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
+        self.variant(variant, p.fp8_format)  # refuses a format the target does not read
+        entry = self.entry(p.heads, p.head_dim, p.block_size, variant, p.fp8_format)
         if entry is None:
-            raise ValueError(f"(num_heads, head_dim, block_size): expected one of the built gfx950 instances "
+            raise ValueError(f"(num_heads, head_dim, block_size): expected one of the built {self.arch} instances "
                              f"{sorted(tuple(e['params'].values()) for e in self.target['kernels'].values())}, "
                              f"got ({p.heads}, {p.head_dim}, {p.block_size})")
         if not 0 <= num_warps <= MAX_WARPS:

@@ -42,6 +42,7 @@ class PagedSm90Family(PagedGfx950Family):
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
              num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
+        self.variant(variant, p.fp8_format)  # refuses e4m3fnuz: Hopper's fp8 is e4m3fn
         entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
         if entry is None:
             raise ValueError(f"(num_heads, head_dim, block_size): no sm_90a decode kernel for "

@@ -1,4 +1,4 @@
-"""Load a gfx950 code object, compile its instructions to closures, and execute launches.
+"""Load a gfx950 or gfx942 code object, compile its instructions to closures, and execute launches.
 
 One :class:`Emulator` per code object. ``launch`` runs the whole grid: workgroups one after another,
 the waves of a workgroup round-robin, each wave running until ``s_barrier`` or ``s_endpgm``. A
@@ -27,6 +27,7 @@ from .ops_valu import build_valu
 from .ops_vmem import build_smem, build_vmem
 from .state import N_LANES, Wave
 from .stats import N_COUNTERS, LaunchStats
+from .targets import Target, target_of
 
 RUNNING, AT_BARRIER, ENDED = 0, 1, 2
 
@@ -55,10 +56,12 @@ def _raiser(inst: Instruction, message: str) -> Callable:
 
 @dataclass
 class _Ctx:
-    """What instruction builders may capture: the kernel's register layout and the memory."""
+    """What instruction builders may capture: the kernel's register layout, the memory and the
+    target (whose fp8 formats the fp8 instructions read)."""
 
     accum_offset: int
     memory: Memory
+    target: Target
     hwregs: dict = field(default_factory=dict)
 
     def hwreg(self, w, hw_id: int) -> int:
@@ -74,11 +77,11 @@ class Program:
     """The compiled instructions of one kernel: pc -> (closure, next pc, slot). Compiled lazily, so
     only reachable code is decoded and compiled (calls into other functions of .text work too)."""
 
-    def __init__(self, code: CodeObject, kernel: str, memory: Memory) -> None:
+    def __init__(self, code: CodeObject, kernel: str, memory: Memory, target: Target) -> None:
         self.code = code
         self.kernel = kernel
         self.info = code.kernels[kernel]
-        self.ctx = _Ctx(self.info.descriptor.accum_offset, memory)
+        self.ctx = _Ctx(self.info.descriptor.accum_offset, memory, target)
         self.text = code.section(".text")
         self.entries: dict[int, tuple] = {}
         self.insts: list[Instruction] = []
@@ -111,7 +114,8 @@ def _pack_ids(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 
 class Emulator:
-    """Execute the kernels of one gfx950 code object on the CPU.
+    """Execute the kernels of one gfx950 or gfx942 code object on the CPU (``target``: which, read
+    from the code object).
 
     ``Emulator(image).launch(kernel, grid, block, kernargs, buffers)`` -- see the package docstring.
     """
@@ -119,6 +123,7 @@ class Emulator:
     def __init__(self, image: bytes, memory: Memory | None = None, *, strict_barrier: bool = True,
                  max_instructions_per_wave: int = 50_000_000) -> None:
         self.code = CodeObject(image)
+        self.target = target_of(self.code)
         self.memory = memory if memory is not None else Memory()
         self.strict_barrier = strict_barrier
         self.max_instructions_per_wave = max_instructions_per_wave
@@ -134,7 +139,7 @@ class Emulator:
         if p is None:
             if kernel not in self.code.kernels:
                 raise KeyError(f"no kernel {kernel!r} in the code object (has {', '.join(self.kernels)})")
-            p = self._programs[kernel] = Program(self.code, kernel, self.memory)
+            p = self._programs[kernel] = Program(self.code, kernel, self.memory, self.target)
         return p
 
     # ------------------------------------------------------------------------------------------------

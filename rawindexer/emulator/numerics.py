@@ -152,17 +152,21 @@ def f32_to_i32(x: np.ndarray) -> np.ndarray:
 
 
 # ---- fp8 ----
-def _fp8_table(exp_bits: int, man_bits: int, bias: int, ocp_e4m3: bool) -> np.ndarray:
-    """float64 value of every byte. e4m3fn (OCP): no inf, NaN only at S.1111.111. e5m2: IEEE-like."""
+def _fp8_table(exp_bits: int, man_bits: int, bias: int, specials: str) -> np.ndarray:
+    """float64 value of every byte. ``specials``: "ocp_e4m3" (no inf, NaN only at S.1111.111),
+    "ieee" (e5m2: all-ones exponent is inf/NaN) or "fnuz" (no inf, no -0: 0x80 is the only NaN and
+    every other code is finite, the all-ones exponent included)."""
     out = np.empty(256, np.float64)
     for byte in range(256):
         sign = -1.0 if byte & 0x80 else 1.0
         e = (byte >> man_bits) & ((1 << exp_bits) - 1)
         m = byte & ((1 << man_bits) - 1)
         emax = (1 << exp_bits) - 1
-        if ocp_e4m3 and e == emax and m == (1 << man_bits) - 1:
+        if specials == "fnuz" and byte == 0x80:
             out[byte] = np.nan
-        elif not ocp_e4m3 and e == emax:
+        elif specials == "ocp_e4m3" and e == emax and m == (1 << man_bits) - 1:
+            out[byte] = np.nan
+        elif specials == "ieee" and e == emax:
             out[byte] = sign * np.inf if m == 0 else np.nan
         elif e == 0:
             out[byte] = sign * m * 2.0 ** (1 - bias - man_bits)
@@ -171,5 +175,7 @@ def _fp8_table(exp_bits: int, man_bits: int, bias: int, ocp_e4m3: bool) -> np.nd
     return out
 
 
-E4M3FN = _fp8_table(4, 3, 7, True)    # OCP e4m3fn: bias 7, max 448
-E5M2 = _fp8_table(5, 2, 15, False)    # OCP e5m2: bias 15, max 57344, inf/NaN like IEEE
+E4M3FN = _fp8_table(4, 3, 7, "ocp_e4m3")   # OCP e4m3fn (gfx950): bias 7, max 448
+E5M2 = _fp8_table(5, 2, 15, "ieee")        # OCP e5m2 (gfx950): bias 15, max 57344, inf/NaN like IEEE
+E4M3FNUZ = _fp8_table(4, 3, 8, "fnuz")     # e4m3fnuz (gfx940-942): bias 8, max 240, NaN 0x80 only
+E5M2FNUZ = _fp8_table(5, 2, 16, "fnuz")    # e5m2fnuz (gfx940-942): bias 16, max 57344, NaN 0x80 only

@@ -7,7 +7,8 @@ so the emulator pairs "item n of lane i + R*g of A" with "item n of lane j + R*g
 all (g, n). The result layout: for 32x32, VGPR r of lane l holds D[8*(r//4) + 4*(l//32) + r%4][l%32];
 for 16x16, VGPR r of lane l holds D[4*(l//16) + r][l%16].
 
-Numerics (documented choice): inputs are decoded exactly to float64 (fp8/bf8 via 256-entry tables,
+Numerics (documented choice): inputs are decoded exactly to float64 (fp8/bf8 via 256-entry tables of
+the code object's target: OCP e4m3fn/e5m2 on gfx950, e4m3fnuz/e5m2fnuz on gfx942 -- see .targets;
 f16/bf16 exactly); all products of one instruction are summed in float64 (exact for e4m3: every
 product is a multiple of 2^-18 below 2^18, and 64 of them fit in 53 bits), C is added and the result
 is rounded ONCE to float32 (round-to-nearest-even, via round-to-odd so the float64 step cannot
@@ -31,11 +32,12 @@ from typing import Callable
 import numpy as np
 
 from . import numerics as fx
+from . import fp8
 from .decoder import Instruction
 from .errors import DecodeError, ExecMaskError
 from .operands import sreader
 
-# f8f6f4 format codes (cbsz for A, blgp for B)
+# f8f6f4 format codes (cbsz for A, blgp for B); only gfx950 has f8f6f4, and reads OCP formats there
 _F8_TABLES = {0: fx.E4M3FN, 1: fx.E5M2}
 _F8_NAMES = {0: "fp8 e4m3", 1: "bf8 e5m2", 2: "fp6 e2m3", 3: "bf6 e3m2", 4: "fp4 e2m1"}
 
@@ -53,10 +55,10 @@ def _out_index(m: int) -> tuple[np.ndarray, np.ndarray]:
 _OUT = {32: _out_index(32), 16: _out_index(16)}
 
 
-def _decode_items(raw: np.ndarray, kind: str, f8: int = 0) -> np.ndarray:
-    """(64, nbytes) uint8 operand bytes -> (64, items) float64/int64 values."""
+def _decode_items(raw: np.ndarray, kind: str, f8: np.ndarray | None = None) -> np.ndarray:
+    """(64, nbytes) uint8 operand bytes -> (64, items) float64/int64 values (``f8``: the byte table)."""
     if kind == "f8":
-        return _F8_TABLES[f8][raw]
+        return f8[raw]
     if kind == "f16":
         return raw.view("<f2").astype(np.float64)
     if kind == "bf16":
@@ -99,15 +101,18 @@ def build_mfma(inst: Instruction, ctx) -> Callable:
     items = k // groups  # values per lane
     bytes_per = {"f8": 1, "f16": 2, "bf16": 2, "f32": 4, "i8": 1}[kind]
     nregs = max(1, items * bytes_per // 4)
-    fa = fb = 0
+    fa = fb = None
     if ty == "f8f6f4":
-        fa, fb = f["cbsz"], f["blgp"]
-        for code in (fa, fb):
+        for code in (f["cbsz"], f["blgp"]):
             if code not in _F8_TABLES:
                 raise DecodeError(f"unimplemented MFMA operand format {_F8_NAMES.get(code, code)}: {inst}")
+        if ctx.target.fp8 is not fp8.FP8:
+            raise DecodeError(f"{inst.name} is a gfx950 instruction; the code object is for {ctx.target.name}")
+        fa, fb = _F8_TABLES[f["cbsz"]], _F8_TABLES[f["blgp"]]
     elif kind == "f8":
-        fa = 0 if ty.startswith("fp8") else 1
-        fb = 0 if ty.endswith("fp8") else 1
+        # the fp8/bf8 operand formats of the target: OCP on gfx950, fnuz on gfx940-942
+        fa = fp8.TABLES64[ctx.target.f8_format(ty.startswith("bf8"), inst).name]
+        fb = fp8.TABLES64[ctx.target.f8_format(ty.endswith("bf8"), inst).name]
         if f["cbsz"] or f["abid"] or f["blgp"]:
             raise DecodeError(f"unimplemented MFMA broadcast controls (cbsz/abid/blgp): {inst}")
     elif f["cbsz"] or f["abid"] or f["blgp"]:

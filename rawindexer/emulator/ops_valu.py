@@ -17,6 +17,8 @@ from .decoder import Instruction
 from .errors import DecodeError, ExecMaskError
 from .operands import (M32, mask_reader, sreader, swriter, vreader, vwriter)
 from .state import VCC, bits_to_mask, mask_to_bits
+from .targets import DEFAULT as DEFAULT_TARGET
+from .targets import Target
 
 U32, I32, F32, U64, I64, F64 = "u32", "i32", "f32", "u64", "i64", "f64"
 LANE = np.arange(64, dtype=np.uint32)
@@ -293,7 +295,8 @@ SIMPLE["v_cvt_pkrtz_f16_f32"] = ((F32, F32), U32, _pkrtz)
 
 # fp8/bf8 -> f32 read the low byte (pair) of their source; the SDWA forms select which byte (word)
 # through src0_sel, so they need nothing of their own. v_cvt_pk_f32_* write a VGPR pair: the result
-# is the pair as one uint64 (low dword = first byte).
+# is the pair as one uint64 (low dword = first byte). The format is the target's (gfx950 OCP, gfx942
+# fnuz): the spec is built per instruction from the context, see _f8_decode_spec.
 def _pk_f8_to_f32(fmt: fp8.Format) -> Callable:
     def f(a):
         a = np.asarray(a, np.uint32)
@@ -303,12 +306,19 @@ def _pk_f8_to_f32(fmt: fp8.Format) -> Callable:
     return f
 
 
-SIMPLE.update({
-    "v_cvt_f32_fp8": ((U32,), F32, lambda a: fp8.to_f32(a, fp8.FP8)),
-    "v_cvt_f32_bf8": ((U32,), F32, lambda a: fp8.to_f32(a, fp8.BF8)),
-    "v_cvt_pk_f32_fp8": ((U32,), U64, _pk_f8_to_f32(fp8.FP8)),
-    "v_cvt_pk_f32_bf8": ((U32,), U64, _pk_f8_to_f32(fp8.BF8)),
-})
+def _target(ctx) -> Target:
+    """The code object's target; builders called without a context (decoder unit tests) get gfx950's."""
+    return ctx.target if ctx is not None else DEFAULT_TARGET
+
+
+def _f8_decode_spec(name: str, ctx) -> tuple:
+    """SIMPLE-style (source types, result type, function) of an fp8/bf8 -> f32 decode on ctx's target."""
+    fmt = _target(ctx).f8_format("bf8" in name, name)
+    if name.startswith("v_cvt_pk_"):
+        return (U32,), U64, _pk_f8_to_f32(fmt)
+    return (U32,), F32, lambda a: fp8.to_f32(a, fmt)
+
+
 _F8_DECODES = ("v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8")
 
 
@@ -455,7 +465,7 @@ def _build_sdwa(inst: Instruction, ctx, name: str) -> Callable:
         r1 = _sdwa_reader(inst.fields["vsrc1"], 0, sel1, sext1, neg1, abs1, vt, inst)
         dst = swriter(e["sdwa_sdst"] if e["sdwa_sd"] else VCC, inst, 64)
         return _compare_runner(f, r0, r1, dst, cmpx)
-    spec = SIMPLE.get(name)
+    spec = _f8_decode_spec(name, ctx) if name in _F8_DECODES else SIMPLE.get(name)
     if spec is None:
         raise DecodeError(f"unimplemented SDWA {inst}")
     tys, dty, f = spec
@@ -991,7 +1001,7 @@ def _build_dpp(inst: Instruction, ctx, name: str) -> Callable:
     neg0, abs0, neg1, abs1 = e["dpp_src0_neg"], e["dpp_src0_abs"], e["dpp_src1_neg"], e["dpp_src1_abs"]
     bank_mask, row_mask = e["bank_mask"], e["row_mask"]
     srcl = _dpp_source_lanes(ctrl)
-    spec = SIMPLE.get(name)
+    spec = _f8_decode_spec(name, ctx) if name in _F8_DECODES else SIMPLE.get(name)
     if srcl is None or spec is None or name.startswith("v_cmp"):
         raise DecodeError(f"unimplemented DPP {inst} (dpp_ctrl 0x{ctrl:x})")
     tys, dty, f = spec
@@ -1115,7 +1125,7 @@ def _div_fixup(inst, ctx):
 
 
 # ---------------------------------------------------------------------------------------------------
-# fp8 / bf8 conversions (OCP e4m3fn / e5m2 on gfx950; numerics in fp8.py)
+# fp8 / bf8 conversions (OCP e4m3fn / e5m2 on gfx950, e4m3fnuz / e5m2fnuz on gfx942; numerics in fp8.py)
 # ---------------------------------------------------------------------------------------------------
 def _f8_decode(inst, ctx):
     """e32 and VOP3 forms of v_cvt_f32_fp8/bf8 and v_cvt_pk_f32_fp8/bf8: byte (word) 0 of the source.
@@ -1125,7 +1135,7 @@ def _f8_decode(inst, ctx):
     unverified here and a non-zero op_sel raises instead of guessing."""
     if inst.fmt == "VOP3" and inst.fields["opsel"]:
         raise DecodeError(f"op_sel byte/word select on {base_name(inst)} is not emulated (unverified encoding): {inst}")
-    tys, dty, f = SIMPLE[base_name(inst)]
+    tys, dty, f = _f8_decode_spec(base_name(inst), ctx)
     src = _Srcs(inst)
     if dty != F32 and (src.clamp or src.omod):
         raise DecodeError(f"clamp/omod on a packed fp8 decode is not emulated: {inst}")
@@ -1138,7 +1148,7 @@ def _f8_decode(inst, ctx):
 def _f8_encode_pk(inst, ctx):
     """v_cvt_pk_fp8_f32 / v_cvt_pk_bf8_f32 (VOP3): D.word[op_sel[3]] = {f8(S1), f8(S0)}, round to
     nearest even, no saturation; the other word of D is kept."""
-    fmt = fp8.FP8 if base_name(inst) == "v_cvt_pk_fp8_f32" else fp8.BF8
+    fmt = _target(ctx).f8_format(base_name(inst) == "v_cvt_pk_bf8_f32", inst)
     src = _Srcs(inst)
     if src.clamp or src.omod:
         # what gfx950's clamp bit does on these converts (saturate?) is described nowhere we can check

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fp8 import decode_e4m3fn
+from ..fp8 import decode
 
 
 def split_kv_cache(kv_cache: np.ndarray, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -48,10 +48,11 @@ def row_lengths(context_lens: np.ndarray, next_n: int, max_context_len: int) -> 
 def fp8_paged_mqa_logits_ref(q: np.ndarray, kv_cache: np.ndarray, weights: np.ndarray, context_lens: np.ndarray,
                              block_table: np.ndarray, max_context_len: int, clean_logits: bool = True, *,
                              out: np.ndarray | None = None, dtype: type = np.float64,
-                             with_bound: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+                             with_bound: bool = False,
+                             fp8_format: str = "e4m3fn") -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Reference logits [B * next_n, max_context_len] of ``dtype``.
 
-    q [B, next_n, H, D] uint8 fp8 codes; kv_cache fused uint8 (module docstring); weights [B*next_n, H]
+    q [B, next_n, H, D] uint8 fp8 codes of ``fp8_format`` (e4m3fn or e4m3fnuz; the cache's keys too); kv_cache fused uint8 (module docstring); weights [B*next_n, H]
     float; context_lens [B] or [B, next_n] int; block_table [B, max_blocks] int. Outside each row's length:
     -inf when ``clean_logits``, else ``out``'s values are kept (NaN when ``out`` is None: "not written").
     With ``with_bound`` also returns T [B*next_n, max_context_len] = scale[t] * sum_h |relu(<q,k>) w|
@@ -73,9 +74,9 @@ def fp8_paged_mqa_logits_ref(q: np.ndarray, kv_cache: np.ndarray, weights: np.nd
             continue
         t = np.arange(n)
         blocks = np.asarray(block_table[b, t // block_size], dtype=np.int64)
-        k = decode_e4m3fn(keys[blocks, t % block_size], dtype)             # [n, D]
+        k = decode(keys[blocks, t % block_size], fp8_format, dtype)             # [n, D]
         s = scales[blocks, t % block_size].astype(dtype)                    # [n]
-        scores = decode_e4m3fn(q[b], dtype).reshape(next_n * H, D) @ k.T  # [next_n*H, n]
+        scores = decode(q[b], fp8_format, dtype).reshape(next_n * H, D) @ k.T  # [next_n*H, n]
         relu = np.maximum(scores, 0).reshape(next_n, H, n)
         logits = np.einsum("jhn,jh->jn", relu, w[b]) * s
         for j in range(next_n):

@@ -1,7 +1,7 @@
-"""Triton kernels compiled for gfx950 by Triton itself (not by us), for the emulator's independence tests.
+"""Triton kernels compiled for gfx950 or gfx942 by Triton itself (not by us), for the emulator's independence tests.
 
-``compile_kernel(name)`` compiles one of the kernels below with ``triton.compile`` for
-``GPUTarget("hip", "gfx950", 64)`` (works on a CPU-only machine: Triton ships its own LLVM) and caches
+``compile_kernel(name, arch="gfx950")`` compiles one of the kernels below with ``triton.compile`` for
+``GPUTarget("hip", arch, 64)`` (works on a CPU-only machine: Triton ships its own LLVM) and caches
 the result for the process. ``run(compiled, args, grid, writable, readonly)`` launches it on the
 emulator: it appends the trailing pointer arguments Triton's AMD backend adds (global scratch,
 profile scratch; both zero-sized for these kernels, so null is valid) and passes the kernel's
@@ -128,6 +128,21 @@ KERNELS = {
 }
 
 
+# gfx942's fp8 types, e4m3fnuz ("fp8e4b8") and e5m2fnuz ("fp8e5b16"): compiled for gfx942 only
+FNUZ_KERNELS = {
+    "dot_e4m3fnuz_32": (dot_kernel, {"a_ptr": "*fp8e4b8", "b_ptr": "*fp8e4b8", "c_ptr": "*fp32", "M": "i32",
+                                     "N": "i32", "K": "i32"}, {"BM": 32, "BN": 32, "BK": 64},
+                        {"num_warps": 1, "num_stages": 2}),
+    "dot_e4m3fnuz_64_4warps": (dot_kernel, {"a_ptr": "*fp8e4b8", "b_ptr": "*fp8e4b8", "c_ptr": "*fp32", "M": "i32",
+                                            "N": "i32", "K": "i32"}, {"BM": 64, "BN": 64, "BK": 64},
+                               {"num_warps": 4, "num_stages": 2}),
+    "dot_e5m2fnuz_32": (dot_kernel, {"a_ptr": "*fp8e5b16", "b_ptr": "*fp8e5b16", "c_ptr": "*fp32", "M": "i32",
+                                     "N": "i32", "K": "i32"}, {"BM": 32, "BN": 32, "BK": 64},
+                        {"num_warps": 1, "num_stages": 2}),
+}
+ALL_KERNELS = {**KERNELS, **FNUZ_KERNELS}
+
+
 @dataclass
 class Compiled:
     name: str
@@ -140,11 +155,12 @@ class Compiled:
 
 
 @functools.cache
-def compile_kernel(name: str) -> Compiled:
-    fn, sig, consts, opts = KERNELS[name]
+def compile_kernel(name: str, arch: str = "gfx950") -> Compiled:
+    fn, sig, consts, opts = ALL_KERNELS[name]
     sig = dict(sig, **{k: "constexpr" for k in consts})
     t0 = time.perf_counter()
-    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=TARGET, options=opts)
+    target = TARGET if arch == TARGET.arch else GPUTarget("hip", arch, 64)
+    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target, options=opts)
     dt = time.perf_counter() - t0
     return Compiled(name, k.metadata.name, k.asm["hsaco"], k.asm["amdgcn"], k.metadata, Emulator(k.asm["hsaco"]), dt)
 

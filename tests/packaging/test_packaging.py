@@ -24,7 +24,8 @@ from rawindexer.dispatch.sm90 import Sm90Family
 from rawindexer.kernel_files import (KERNEL_DIR_ENV, KernelNotBuiltError, kernel_dir, kernel_source,
                                      manifest_path, package_kernel_dir)
 
-TARGETS = {"gfx950": "fp8_mqa_logits.gfx950.hsaco", "sm_90a": "fp8_mqa_logits.sm90a.cubin"}
+TARGETS = {"gfx950": "fp8_mqa_logits.gfx950.hsaco", "gfx942": "fp8_mqa_logits.gfx942.hsaco",
+           "sm_90a": "fp8_mqa_logits.sm90a.cubin"}
 
 
 def _sha(data: bytes) -> str:

@@ -39,11 +39,11 @@ def test_valid_operands_pass_and_give_the_dims(rng):
 
 
 @pytest.mark.parametrize("name,bad,message", [
-    ("q_fp8", lambda o: o["q_fp8"].astype(np.float32), "q_fp8: expected float8_e4m3fn or uint8"),
+    ("q_fp8", lambda o: o["q_fp8"].astype(np.float32), "q_fp8: expected float8_e4m3fn or float8_e4m3fnuz or uint8"),
     ("q_fp8", lambda o: o["q_fp8"][:, :, 0], "q_fp8: expected a 3-d"),
     ("q_fp8", lambda o: o["q_fp8"][:, ::2], "q_fp8: expected a contiguous"),
     ("k_fp8", lambda o: o["k_fp8"][:, :64], "k_fp8: expected shape (40, 128)"),
-    ("k_fp8", lambda o: o["k_fp8"].view(np.int8), "k_fp8: expected float8_e4m3fn or uint8"),
+    ("k_fp8", lambda o: o["k_fp8"].view(np.int8), "k_fp8: expected float8_e4m3fn or float8_e4m3fnuz or uint8"),
     ("kv_scale", lambda o: o["kv_scale"].astype(np.float64), "kv_scale: expected float32"),
     ("kv_scale", lambda o: o["kv_scale"][:-1], "kv_scale: expected shape (40,)"),
     ("weights", lambda o: np.asfortranarray(o["weights"]), "weights: expected a contiguous"),
