@@ -71,7 +71,7 @@ class Gfx950Family(KernelFamily):
         return out
 
     def is_supported(self, heads: int, head_dim: int) -> bool:
-        return any(self.variants(heads, head_dim, design) for design in PATHS)
+        return any(self.variants(heads, head_dim, design) for design in self.paths)
 
     def path(self, tunables: Tunables | None = None, heads: int = 32, head_dim: int = 128) -> str:
         """The kernel path in use: ``tunables.variant``, else RAWINDEXER_GFX950_PATH, else the first of

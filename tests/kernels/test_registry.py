@@ -10,14 +10,19 @@ from rawindexer.codeobject import CodeObject
 from rawindexer.kernel_files import kernel_dir, manifest_path
 
 MANIFEST = json.loads(manifest_path().read_text())
+def _gfx_params(i):
+    return {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "unroll": i.unroll, "path": i.design,
+            "fp8_format": i.fp8_format}
+
+
 PREFILL_PARAMS = {
-    registry.GFX950: lambda i: {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "unroll": i.unroll,
-                                "path": i.design},
+    registry.GFX950: _gfx_params,
+    registry.GFX942: _gfx_params,
     registry.SM90: lambda i: {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "impl": i.design},
 }
 
 
-@pytest.mark.parametrize("target", [registry.GFX950, registry.SM90])
+@pytest.mark.parametrize("target", [registry.GFX950, registry.GFX942, registry.SM90])
 def test_prefill_manifest_is_the_registry(target):
     shipped = MANIFEST["targets"][target]["kernels"]
     declared = {i.symbol: PREFILL_PARAMS[target](i) for i in registry.INSTANCES[registry.PREFILL][target]}
@@ -26,9 +31,11 @@ def test_prefill_manifest_is_the_registry(target):
                for i in registry.INSTANCES[registry.PREFILL][target]), "an experiment is shipped"
 
 
-def test_gfx950_code_object_holds_every_declared_symbol():
-    co = CodeObject((kernel_dir() / MANIFEST["targets"]["gfx950"]["code_object"]).read_bytes())
-    assert {i.symbol for i in registry.GFX950_INSTANCES} <= set(co.kernels)
+@pytest.mark.parametrize("target", [registry.GFX950, registry.GFX942])
+def test_gfx_code_object_holds_every_declared_symbol(target):
+    co = CodeObject((kernel_dir() / MANIFEST["targets"][target]["code_object"]).read_bytes())
+    assert co.target.endswith(target)
+    assert {i.symbol for i in registry.INSTANCES[registry.PREFILL][target]} <= set(co.kernels)
 
 
 @pytest.mark.parametrize("target", sorted(paged_kernels.TARGETS))
@@ -38,7 +45,7 @@ def test_paged_manifest_is_the_registry(target):
     assert shipped == {spec.symbol(inst, v) for inst, v in registry.INSTANCES[registry.PAGED][target]}
 
 
-@pytest.mark.parametrize("target", [registry.GFX950, registry.SM90])
+@pytest.mark.parametrize("target", [registry.GFX950, registry.GFX942, registry.SM90])
 def test_every_shipped_design_has_instances_and_defaults_cover_every_shape(target):
     instances = registry.INSTANCES[registry.PREFILL][target]
     for design in registry.designs(registry.PREFILL, target):
