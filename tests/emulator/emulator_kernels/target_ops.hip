@@ -2,7 +2,7 @@
 // test checks both against numpy with each target's fp8 table, so the gfx942 splits (4 x 32x32x16 fp8,
 // 4 x 16x16x32 fp8, 2 x 16x16x16 bf16, ds_bpermute half swap) are held to gfx950's semantics.
 #include "common.h"
-#include "../../kernels/target.h"
+#include "../../../kernels/target.h"
 typedef float v4f __attribute__((ext_vector_type(4)));
 typedef __bf16 v8bf __attribute__((ext_vector_type(8)));
 
