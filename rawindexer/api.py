@@ -28,7 +28,7 @@ from .backends import Backend, BufferSpan, backend_for_device_type, get_backend
 from .backends.base import PackedKernargs
 from .dispatch import family_for
 from .dispatch.base import ALIGNMENT_BITS, LaunchTemplate, Problem, Tunables
-from .validation import Dims, Operand, ValidationError, as_bool, as_int, check_fp8_format, validate
+from .validation import Dims, Operand, ValidationError, as_bool, as_int, check_fp8_format, check_sizes, validate
 
 _ARG_NAMES = ("q_fp8", "k_fp8", "kv_scale", "weights", "cu_seqlen_ks", "cu_seqlen_ke")
 #: distinct call descriptions kept per Indexer before the cache starts over (a serving loop sees a handful)
@@ -68,7 +68,7 @@ def _torch_dtype_name(dtype: Any) -> str:
 
 def _read_torch(t: Any, name: str, dl_stream: Any) -> _Read | None:
     """torch.Tensor through its attributes: the same pointer, shape, strides, dtype and device that
-    ``t.__dlpack__()`` exports (tests/test_launch_path.py checks both routes agree), without a capsule.
+    ``t.__dlpack__()`` exports (tests/runtime/test_launch_path.py checks both routes agree), without a capsule.
     None for tensors this route does not describe (devices other than CPU / CUDA / ROCm)."""
     if t.is_cuda:
         device = (_TORCH_GPU_TYPE, t.get_device())
@@ -690,13 +690,7 @@ class Indexer:
         M, N = as_int("M", M), as_int("N", N)
         device_id = as_int("device_id", device_id)
         out_row_stride = N if out_row_stride is None else as_int("out_row_stride", out_row_stride)
-        for name, value in [("M", M), ("N", N)]:
-            if value < 0:
-                raise ValueError(f"{name}: expected >= 0, got {value}")
-        if out_row_stride < N:
-            raise ValueError(f"out_row_stride: expected >= N={N}, got {out_row_stride}")
-        if N > 2**31 - 1 - 1024 or M > 2**31 - 1:
-            raise ValueError(f"M, N: expected int32 sizes (N <= {2**31 - 1025}), got M={M}, N={N}")
+        check_sizes(M, N, out_row_stride)
         device = self._devices.get((self._backend.dlpack_device_type, device_id))
         if device is None:
             device = self._device((self._backend.dlpack_device_type, device_id))
