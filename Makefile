@@ -29,12 +29,12 @@ install-test: install
 	@$(PYTHON) -c "import torch, jax, triton, hip" 2>/dev/null || $(PYTHON) -m pip install -q -e ".[test,interop]"
 
 # gfx950: hipcc where ROCm is installed, else clang from the pinned ziglang package.
-$(HSACO): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | install
+$(HSACO): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/registry.py rawindexer/codeobject.py | install
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS)
 
 # sm_90a: nvcc on PATH, else the pinned NVIDIA PyPI toolkit (RAWINDEXER_FORCE_PYPI_NVCC=1 forces it).
 # Waits for the gfx950 rule (order-only) because both merge their target into manifest.json.
-$(CUBIN): kernels/fp8_mqa_logits_sm90.cu build.py | $(HSACO)
+$(CUBIN): kernels/fp8_mqa_logits_sm90.cu $(wildcard kernels/sm90/*.cuh) build.py rawindexer/registry.py | $(HSACO)
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --target sm_90a
 
 # fp8_paged_mqa_logits (decode): its own code objects, merged into the manifest after the prefill ones.

@@ -38,6 +38,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rawindexer import registry
+
 ROOT = Path(__file__).resolve().parent
 KERNEL_SOURCE = ROOT / "kernels" / "fp8_mqa_logits.hip"
 ARCH = "gfx950"
@@ -51,89 +53,12 @@ HIP_FLAGS = [
 ]
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One template instantiation of the gfx950 kernel.
-
-    ``path`` picks the steady state: "seed" is the seed's design (32x32x64 fp8 score MFMA, ReLU +
-    weight FMA on the VALU, paired-row v_permlane32_swap head reduce), kept as the baseline under its
-    original symbol names; "mr" ("MFMA reduce") packs the scores to bf16 and does ReLU + weighted head
-    sum with 16x16x32 bf16 MFMAs (see the kernel source), ReLU as (s + |s|)/2 over two reduce MFMAs;
-    "mrp" is the same with ReLU as one v_pk_max_i16 on the packed pair and one reduce MFMA (fewer MFMA
-    passes); both round every term to bf16 (per-logit eps ~5e-3, docs/NUMERICS.md). "mrf" keeps their
-    pipeline and 16x16 score MFMAs but reduces in fp32 on the VALU (v_max_f32 + v_pk_fma_f32, permlane lane
-    group sums): the default (rawindexer/dispatch/gfx950.py). All three walk two tiles per loop iteration
-    (register ping-pong), so ``unroll`` is always 1 there.
-    """
-
-    heads: int
-    head_dim: int
-    block_m: int
-    unroll: int
-    path: str = "seed"
-    #: the format of q / k bytes this instance reads: the target's own MFMA format, or (gfx942 only)
-    #: e4m3fn bytes read in place on the fnuz MFMA (kernels/target.h; symbol suffix _fn)
-    fp8_format: str = "e4m3fn"
-    fn_on_fnuz: bool = False
-
-    @property
-    def symbol(self) -> str:
-        if self.path in ("mr", "mrp", "mrf"):
-            return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.path}"
-        suffix = "_fn" if self.fn_on_fnuz else ""
-        return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_u{self.unroll}{suffix}"
-
-
-# Which BLOCK_M fit without spilling: Q (H*D/256 VGPRs per row) and the per-lane weights (H/2 per row)
-# stay in registers for the whole block, so the largest BLOCK_M shrinks as H*D grows.
-MAX_BLOCK_M = {(32, 64): 7, (32, 128): 4, (64, 64): 3, (64, 128): 2, (128, 64): 2, (128, 128): 1}
-# Seed-path instantiations that spill and are left out: H=128, D=64, BLOCK_M 2 with two tiles in flight needs
-# more than 256 VGPRs since the weights are held as fp32 pairs for v_pk_fma_f32 (issue 15).
-SEED_SPILLS = {(128, 64, 2, 2)}
-SEED_VARIANTS: list[Variant] = [
-    Variant(h, d, bm, u)
-    for (h, d), max_bm in MAX_BLOCK_M.items()
-    for bm in range(1, max_bm + 1)
-    for u in (1, 2)
-    if (h, d, bm, u) not in SEED_SPILLS
-]
-# The "mr" path: BLOCK_M <= 4 (the reduce accumulator's register 0 holds 4 rows). Shipped where it
-# stays at <= 168 VGPRs (3 waves/SIMD) without spilling; odd BLOCK_M left out to keep the build short.
-# Q per row is H*D/256 VGPRs, the block-diagonal weights H/8, so H=128, D=128 fits only BLOCK_M=1.
-MR_BLOCK_M = {(32, 64): (1, 2, 4), (32, 128): (1, 2, 4), (64, 64): (1, 2, 4), (64, 128): (1, 2),
-              (128, 64): (1, 2), (128, 128): (1,)}
-MR_VARIANTS: list[Variant] = [
-    Variant(h, d, bm, 1, "mr") for (h, d), bms in MR_BLOCK_M.items() for bm in bms
-]
-# "mrp" at each shape's default BLOCK_M only (one reduce MFMA: fewer passes than "mr", same occupancy).
-MRP_BLOCK_M = {(32, 64): 4, (32, 128): 4, (64, 64): 4, (64, 128): 2, (128, 64): 2, (128, 128): 1}
-MRP_VARIANTS: list[Variant] = [Variant(h, d, bm, 1, "mrp") for (h, d), bm in MRP_BLOCK_M.items()]
-# "mrf": the MFMA-score pipeline with the fp32 VALU reduce (per-logit eps 1e-5 class, issue 15), at BLOCK_M 1..4
-# (H=128, D=128 at BLOCK_M 1 only: 2 spills).
-MRF_BLOCK_M = {(32, 64): (1, 2, 3, 4), (32, 128): (1, 2, 3, 4), (64, 64): (1, 2, 3, 4), (64, 128): (1, 2, 3),
-               (128, 64): (1, 2), (128, 128): (1,)}
-MRF_VARIANTS: list[Variant] = [
-    Variant(h, d, bm, 1, "mrf") for (h, d), bms in MRF_BLOCK_M.items() for bm in bms
-]
-# mrf instantiations compiled with amdgpu_waves_per_eu(3) (the register allocator then fits 168 VGPRs): only
-# where that costs no spill. Tried on every mrf variant: H=32, D=128, BLOCK_M 4 fits (170 -> 168 VGPRs, same
-# loop); H=64, D=64 BM 4, H=64, D=128 BM 3, H=128, D=64 BM 2 and H=128, D=128 BM 1 spill (3-186 VGPRs).
-MRF_3_WAVES = {(32, 128, 4)}
-VARIANTS: list[Variant] = SEED_VARIANTS + MR_VARIANTS + MRP_VARIANTS + MRF_VARIANTS
-
-# gfx942 (MI300X / MI325X): the seed design (the accurate default; docs/NUMERICS.md) at BLOCK_M <= 4, each
-# instance for e4m3fnuz inputs (the MFMA's own format) and for e4m3fn inputs read in place (_fn). Left out:
-# the instances that spill on gfx942 (clang 22, checked with this build's metadata): H=128, D=64, BLOCK_M 2
-# with two tiles in flight (both formats) -- the same one gfx950 drops.
-GFX942_SPILLS = {(128, 64, 2, 2)}
-GFX942_VARIANTS: list[Variant] = [
-    Variant(h, d, bm, u, "seed", fmt, fmt == "e4m3fn")
-    for (h, d), max_bm in MAX_BLOCK_M.items()
-    for bm in range(1, min(max_bm, 4) + 1)
-    for u in (1, 2)
-    for fmt in ("e4m3fnuz", "e4m3fn")
-    if (h, d, bm, u) not in GFX942_SPILLS
-]
+# The gfx instances: declared once, in rawindexer/registry.py (design x (heads, head_dim, block_m, unroll) x
+# input format). The old names stay for bench/ and tests/: Variant(heads, head_dim, block_m, unroll, design, ...).
+Variant = registry.GfxInstance
+VARIANTS: list[Variant] = list(registry.GFX950_INSTANCES)
+MRF_3_WAVES = registry.MRF_3_WAVES
+GFX942_VARIANTS: list[Variant] = list(registry.GFX942_INSTANCES)
 #: the gfx kernel's targets: what each builds from kernels/fp8_mqa_logits.hip
 GFX_TARGETS: dict[str, list[Variant]] = {"gfx950": VARIANTS, "gfx942": GFX942_VARIANTS}
 
@@ -218,7 +143,7 @@ def manifest_entry(variant: Variant, kernel) -> dict:
     vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
     return {
         "params": {"heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m,
-                   "unroll": variant.unroll, "path": variant.path, "fp8_format": variant.fp8_format},
+                   "unroll": variant.unroll, "path": variant.design, "fp8_format": variant.fp8_format},
         "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(KERNEL_ARGS, args)],
         "kernarg_size": meta[".kernarg_segment_size"],
         "kernarg_align": meta[".kernarg_segment_align"],
@@ -246,7 +171,7 @@ def build(out_dir: Path, variants: list[Variant] | None = None, kernel_dir: Path
 
     def table(path: str, fn: bool = False, three_waves: bool | None = None) -> str:
         """X(H, D, BLOCK_M[, UNROLL]) of the variants of ``path``; ``three_waves``: mrf's attribute split."""
-        chosen = [v for v in variants if v.path == path and v.fn_on_fnuz == fn and
+        chosen = [v for v in variants if v.design == path and v.fn_on_fnuz == fn and
                   (three_waves is None or ((v.heads, v.head_dim, v.block_m) in MRF_3_WAVES) == three_waves)]
         args = ((v.heads, v.head_dim, v.block_m) + ((v.unroll,) if path == "seed" else ()) for v in chosen)
         return " ".join(f"X({','.join(map(str, a))})" for a in args)
@@ -291,31 +216,10 @@ SM90_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-cu
 SM90_MAX_THREADS = 256  # __launch_bounds__ in the source
 
 
-@dataclass(frozen=True)
-class Sm90Variant:
-    """One instantiation of the sm_90a kernel. impl "wg" = wgmma path, "mma" = mma.sync path."""
-
-    heads: int
-    head_dim: int
-    block_m: int
-    impl: str
-
-    @property
-    def symbol(self) -> str:
-        return f"fp8_mqa_logits_sm90_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.impl}"
-
-
-# wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync path keeps Q in 48 KB of static shared
-# memory and uses BLOCK_M * heads = 256.
-# "wg": f32 CUDA-core head reduce; "wgr": bf16 tensor-core head reduce (docs/PERFORMANCE.md, "Mirror of the
-# gfx950 MFMA head-reduce"). The experiments "wgp", "wgrp", "wgx" are built by bench/exp_sm90.py only.
-# "ws": warp-specialised (docs/PERFORMANCE.md v7): BLOCK_M rows split over two consumer warpgroups, each N = 128.
-# Its 3- and 4-consumer forms ("ws3", "ws4", "ws4n") are built by bench/race_sm90.py --build only.
-SM90_VARIANTS: list[Sm90Variant] = [
-    Sm90Variant(h, d, bm, impl) for impl in ("wg", "wgr") for h in (32, 64, 128) for d in (64, 128)
-    for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)
-] + [Sm90Variant(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)
-] + [Sm90Variant(h, d, 256 // h, "ws") for h in (32, 64, 128) for d in (64, 128)]  # 2 consumers x N = 128
+# The sm_90a instances: declared once, in rawindexer/registry.py; Sm90Variant(heads, head_dim, block_m, design)
+# stays for bench/exp_sm90.py and bench/race_sm90.py, which build experiment designs on request.
+Sm90Variant = registry.Sm90Instance
+SM90_VARIANTS: list[Sm90Variant] = list(registry.SM90_INSTANCES)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -473,9 +377,10 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
 
 
 def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kernel_dir: Path | None = None,
-               tools: CudaToolchain | None = None) -> Path:
-    """Compile every sm_90a variant into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
-    its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path."""
+               tools: CudaToolchain | None = None, source: Path = SM90_SOURCE) -> Path:
+    """Compile every sm_90a instance into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
+    its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path. ``source``:
+    the shipped kernels by default; bench/exp_sm90.py passes the experiments' source (built on request)."""
     tools = tools or cuda_toolchain()
     if shutil.which("g++") is None:  # ziglang's clang++ is no substitute: CUDA's headers reject its libc++
         raise RuntimeError("nvcc needs a host C++ compiler on PATH for its preprocessing: install g++ "
@@ -484,11 +389,11 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
     out_dir.mkdir(parents=True, exist_ok=True)
     kernel_dir.mkdir(parents=True, exist_ok=True)
     cubin = kernel_dir / SM90_CUBIN
-    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.impl})" for v in variants)
+    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.design})" for v in variants)
     with tempfile.TemporaryDirectory(prefix="rawindexer-sm90-") as tmp:
         # nvcc splits -D values on commas, so the variant list travels in a one-line wrapper source.
         wrapper = Path(tmp) / "fp8_mqa_logits_sm90_variants.cu"
-        wrapper.write_text(f"#define VARIANTS(X) {table}\n#include \"{SM90_SOURCE}\"\n")
+        wrapper.write_text(f"#define VARIANTS(X) {table}\n#include \"{source}\"\n")
         tmp_cubin = Path(tmp) / SM90_CUBIN
         proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
                               capture_output=True, text=True)
@@ -508,7 +413,7 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
                 size != want for (_, size), (_, want) in zip(layout["args"], KERNEL_ARGS)):
             raise RuntimeError(f"{v.symbol}: parameter layout in the cubin does not match KERNEL_ARGS")
         kernels[v.symbol] = {
-            "params": {"heads": v.heads, "head_dim": v.head_dim, "block_m": v.block_m, "impl": v.impl},
+            "params": {"heads": v.heads, "head_dim": v.head_dim, "block_m": v.block_m, "impl": v.design},
             "args": [{"name": name, "offset": off, "size": size}
                      for (name, _), (off, size) in zip(KERNEL_ARGS, layout["args"])],
             "kernarg_size": layout["kernarg_size"],

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))  # test_cuda_gpu (grade_gpu)
 EXPERIMENTS_SOURCE = ROOT / "kernels" / "experimental" / "fp8_mqa_logits_sm90_experiments.cu"
 
 CORRECT_CASES = [(61, 1024, "multi_req"), (1024, 1560, "misaligned"), (17, 76, "causal"), (300, 3000, "cp"),
@@ -96,12 +96,7 @@ def build(exp: ExperimentSet) -> None:
     """Compile the set's variants from the experiments source into exp.out (cubin, ptxas report, manifest)."""
     import build as b
 
-    production = b.SM90_SOURCE
-    b.SM90_SOURCE = EXPERIMENTS_SOURCE  # build_sm90 compiles whatever source this names
-    try:
-        path = b.build_sm90(exp.out, [b.Sm90Variant(*v) for v in exp.variants])
-    finally:
-        b.SM90_SOURCE = production
+    path = b.build_sm90(exp.out, [b.Sm90Variant(*v) for v in exp.variants], source=EXPERIMENTS_SOURCE)
     kernels = json.loads(path.read_text())["targets"][b.SM90_ARCH]["kernels"]
     print(f"built {len(kernels)} experimental sm_90a kernels -> {exp.out}")
     for name, k in kernels.items():

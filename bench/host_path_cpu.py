@@ -1,7 +1,7 @@
 """The per-call host path of the CUDA route, priced on a machine without a GPU.
 
 torch CPU tensors are routed to the CUDA backend (DLPack CPU -> "cuda") whose driver is the fake of
-tests/fake_cuda.py for set-up (contexts, modules, functions) and, for the per-call driver entry points
+tests/runtime/fake_cuda.py for set-up (contexts, modules, functions) and, for the per-call driver entry points
 (cuCtxGetCurrent / cuCtxSetCurrent / cuLaunchKernel), a no-op C library compiled here: everything a call does
 in Python and ctypes is measured, nothing of the driver. torch.empty allocates on the CPU here (the CUDA
 caching allocator costs about the same order on the H200's host: see the "torch.empty" row there).
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "runtime")]  # fake_cuda
 
 NOOP_DRIVER_C = r"""
 static void *current;
@@ -58,7 +58,7 @@ def setup(lib: Path):
     import rawindexer
     from rawindexer import backends, launch_path
     from rawindexer.backends import cuda as cuda_backend
-    from rawindexer.paged_cases import make_case
+    from rawindexer.testing.paged_cases import make_case
 
     mp = pytest.MonkeyPatch()
     fake_cuda.install(mp, count=1)

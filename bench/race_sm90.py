@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))  # test_cuda_gpu (grade_gpu)
 
 GRADE_CASES = [(4096, 32768, "causal"), (1024, 131072, "causal"), (671, 131072, "causal"), (128, 32768, "causal"),
                (4096, 32768, "multi_req"), (8192, 8192, "causal"), (1024, 1024, "multi_req"), (17, 76, "causal"),

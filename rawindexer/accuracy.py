@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fp8 import E4M3FN_MAX, encode_e4m3fn
-from .windows import clamp_windows
+from .testing.windows import clamp_windows
 
 TOPK = 2048
 

@@ -26,7 +26,7 @@ from .dispatch import family_for
 from .dispatch.base import ALIGNMENT_BITS, LaunchTemplate, Problem, Tunables
 from .launch_path import (_STREAM_OF_FRAMEWORK, MAX_CACHED_SHAPES, RUNS_ON, PreparedOp, _classify,  # noqa: F401
                           _Device, _OtherAlignment, _read_torch, _Shape, torch_key)
-from .validation import Dims, Operand, ValidationError, as_bool, as_int, check_fp8_format, validate
+from .validation import Dims, Operand, ValidationError, as_bool, as_int, check_fp8_format, check_sizes, validate
 
 _ARG_NAMES = ("q_fp8", "k_fp8", "kv_scale", "weights", "cu_seqlen_ks", "cu_seqlen_ke")
 #: the seven alignments of pointers whose low ALIGNMENT_BITS are zero
@@ -218,13 +218,7 @@ class Indexer(PreparedOp):
         M, N = as_int("M", M), as_int("N", N)
         device_id = as_int("device_id", device_id)
         out_row_stride = N if out_row_stride is None else as_int("out_row_stride", out_row_stride)
-        for name, value in [("M", M), ("N", N)]:
-            if value < 0:
-                raise ValueError(f"{name}: expected >= 0, got {value}")
-        if out_row_stride < N:
-            raise ValueError(f"out_row_stride: expected >= N={N}, got {out_row_stride}")
-        if N > 2**31 - 1 - 1024 or M > 2**31 - 1:
-            raise ValueError(f"M, N: expected int32 sizes (N <= {2**31 - 1025}), got M={M}, N={N}")
+        check_sizes(M, N, out_row_stride)
         device = self._raw_device(device_id)
         fmt = self.fp8_format or "e4m3fn"
         if fmt not in device.family.fp8_formats:

@@ -22,8 +22,8 @@ TFLOP/s counts 2*H*D flops per in-window (row, key) pair; "% peak" is relative t
 torch._scaled_mm measured in the same run. Progress goes to stderr; the table and summary to stdout;
 CSV and PNG under --out.
 
-Also home of :func:`torch_fp8_mqa_logits`, the plain-torch implementation that is both the "torch"
-column here and the reference of tests/test_cuda_gpu.py.
+The "torch" column is :func:`rawindexer.testing.torch_reference.torch_fp8_mqa_logits`, also the reference
+of the GPU tests (tests/gpu/test_cuda_gpu.py).
 """
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ from typing import Callable
 
 import numpy as np
 
+from .testing.torch_reference import make_inputs, torch_fp8_mqa_logits  # noqa: F401  (bench/*.py import them here)
+from .testing.windows import causal, multi_req
+
 SHAPES = [(1024, 1024), (4096, 4096), (8192, 8192), (4096, 32768), (2048, 65536), (1024, 131072),
           (128, 32768), (671, 131072)]
 WINDOWS = ("causal", "multi_req")
@@ -50,74 +53,11 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-# ---------------------------------------------------------------------------------------------------
-# torch implementation (baseline and test reference)
-# ---------------------------------------------------------------------------------------------------
-def torch_fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits: bool = True, out=None,
-                         chunk_bytes: int = 1 << 31):
-    """Plain torch, chunked over query rows so the [rows, H, N] score tensor stays under ``chunk_bytes``.
-
-    q [M,H,D] float8_e4m3fn, k [N,D] float8_e4m3fn, kv_scale [N] f32, weights [M,H] f32, ks/ke [M] int32
-    -> [M,N] f32 (``out`` if given). Scores are f32 matmuls of the fp8 values; TF32 is exact here because
-    an e4m3 value has 4 significant bits, so the products are exact and only the f32 sums round.
-    With clean_logits=False, positions outside the window are left as ``out`` held them.
-    """
-    import torch
-
-    M, H, D = q.shape
-    N = k.shape[0]
-    if out is None:
-        out = torch.empty((M, N), device=q.device, dtype=torch.float32)
-    kf = k.to(torch.float32)
-    cols = torch.arange(N, device=q.device)
-    s = ks.to(torch.int64).clamp(0, N)
-    e = torch.maximum(ke.to(torch.int64).clamp(0, N), s)
-    rows = max(1, min(M, chunk_bytes // max(1, H * N * 4)))
-    prev = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = True
-    try:
-        for r0 in range(0, M, rows):
-            r1 = min(M, r0 + rows)
-            qf = q[r0:r1].to(torch.float32).reshape(-1, D)
-            scores = (qf @ kf.T).view(r1 - r0, H, N).relu_()
-            logits = torch.bmm(weights[r0:r1].unsqueeze(1), scores).squeeze(1) * kv_scale
-            inside = (cols[None, :] >= s[r0:r1, None]) & (cols[None, :] < e[r0:r1, None])
-            if clean_logits:
-                out[r0:r1] = torch.where(inside, logits, float("-inf"))
-            else:
-                out[r0:r1] = torch.where(inside, logits, out[r0:r1])
-            del scores, logits, inside
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = prev
-    return out
-
-
-def make_inputs(M: int, N: int, H: int, D: int, ks_np: np.ndarray, ke_np: np.ndarray, seed: int, device="cuda"):
-    """Random fp8 q/k (never zeros), kv_scale in [0.5, 1.5), weights ~ N(0, 1/H); windows as given."""
-    import torch
-
-    g = torch.Generator(device=device).manual_seed(seed)
-    q = torch.randn((M, H, D), generator=g, device=device).to(torch.float8_e4m3fn)
-    k = torch.randn((N, D), generator=g, device=device).to(torch.float8_e4m3fn)
-    kv_scale = torch.rand((N,), generator=g, device=device) + 0.5
-    weights = torch.randn((M, H), generator=g, device=device) * H ** -0.5
-    ks = torch.from_numpy(np.ascontiguousarray(ks_np, dtype=np.int32)).to(device)
-    ke = torch.from_numpy(np.ascontiguousarray(ke_np, dtype=np.int32)).to(device)
-    return q, k, kv_scale, weights, ks, ke
-
-
 def windows_for(mode: str, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     """causal: one request, vLLM convention (diagonal included); multi_req: four packed requests."""
-    try:
-        from rawindexer.windows import causal, multi_req
-        if mode == "causal":
-            return causal(M, N, diagonal=True)
-        return multi_req(M, N, requests=4, diagonal=True)
-    except ImportError:  # rawindexer.windows predates this file in some checkouts
-        rows = np.arange(M)
-        if mode == "causal":
-            return np.zeros(M, np.int32), (rows + (N - M) + 1).astype(np.int32)
-        raise
+    if mode == "causal":
+        return causal(M, N, diagonal=True)
+    return multi_req(M, N, requests=4, diagonal=True)
 
 
 def window_pairs(ks: np.ndarray, ke: np.ndarray, N: int) -> int:

@@ -43,9 +43,9 @@ def run_chunk(device: str, M: int, N: int, H: int, D: int, requests: int, iters:
     from . import launch
     from .backends import get_backend
     from .fp8 import random_e4m3fn
-    from .grading import grade
-    from .reference import fp8_mqa_logits_ref
-    from .windows import multi_req
+    from .testing.grading import grade
+    from .testing.reference import fp8_mqa_logits_ref
+    from .testing.windows import multi_req
 
     emulated = device == "emulator"
     backend = get_backend(device)

@@ -9,15 +9,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from typing import Any
+from .errors import CodeObjectError  # noqa: F401  (re-exported: raised here)
 
 SHT_SYMTAB = 2
 SHT_NOTE = 7
 NT_AMDGPU_METADATA = 32
 EM_AMDGPU = 224
-
-
-class CodeObjectError(ValueError):
-    pass
 
 
 # --------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ Lifetime of exported memory (why it is built the way it is):
 A ctypes callback is Python code. When a C consumer such as numpy rejects a capsule (numpy and
 CuPy reject fp8 codes) it sets an exception and then drops the capsule; a *Python* capsule
 destructor running at that moment makes CPython replace the pending exception with a confusing
-``SystemError`` (observed with numpy 2.4; tests/test_dlpack.py guards against it).
+``SystemError`` (observed with numpy 2.4; tests/interop/test_dlpack.py guards against it).
 So on the normal path no Python code runs from C at all: the capsule destructor and the managed
 tensor deleter are numpy's own C functions (pointers taken from a probe capsule that numpy exports
 at import time). Their contract, read from numpy's ``dlpack.c`` and re-checked here at import time
@@ -39,6 +39,7 @@ from typing import Any, Callable
 from collections.abc import Sequence
 
 import numpy as np
+from .errors import DLPackError  # noqa: F401  (re-exported: raised here)
 
 __all__ = [
     "DL_CPU", "DL_CUDA", "DL_ROCM", "DL_CUDA_HOST", "DL_ROCM_HOST",
@@ -129,10 +130,6 @@ _ALIASES = {
     "fp8_e4m3fn": "float8_e4m3fn", "fp8_e4m3fnuz": "float8_e4m3fnuz",
     "fp8_e5m2": "float8_e5m2", "fp8_e5m2fnuz": "float8_e5m2fnuz",
 }
-
-
-class DLPackError(ValueError):
-    """Raised for anything that cannot be exchanged; the message starts with the argument's name."""
 
 
 def dtype_from_name(name: Any, *, arg: str = "dtype") -> DType:

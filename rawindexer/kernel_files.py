@@ -11,16 +11,13 @@ import os
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from .errors import KernelNotBuiltError  # noqa: F401  (re-exported: raised here)
 
 #: environment variable naming a directory that holds manifest.json and the code objects it lists
 KERNEL_DIR_ENV = "RAWINDEXER_KERNEL_DIR"
 #: the package-data folder (relative to the ``rawindexer`` package)
 PACKAGE_KERNEL_DIR = "_kernels"
 MANIFEST = "manifest.json"
-
-
-class KernelNotBuiltError(RuntimeError):
-    """No kernels where the package looks: neither built (source checkout) nor shipped (wheel)."""
 
 
 @lru_cache(maxsize=1)  # the package does not move while imported; resources.files costs ~25 us a call

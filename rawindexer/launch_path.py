@@ -70,7 +70,7 @@ def _torch_dtype_name(dtype: Any) -> str:
 
 def _read_torch(t: Any, name: str, dl_stream: Any) -> _Read | None:
     """torch.Tensor through its attributes: the same pointer, shape, strides, dtype and device that
-    ``t.__dlpack__()`` exports (tests/test_launch_path.py checks both routes agree), without a capsule.
+    ``t.__dlpack__()`` exports (tests/runtime/test_launch_path.py checks both routes agree), without a capsule.
     None for tensors this route does not describe (devices other than CPU / CUDA / ROCm)."""
     if t.is_cuda:
         device = (_TORCH_GPU_TYPE, t.get_device())

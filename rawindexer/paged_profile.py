@@ -32,7 +32,7 @@ def per_tile_counts(heads: int, head_dim: int, next_n: int, block_size: int = 64
 
     import rawindexer
     from rawindexer.backends import get_backend
-    from rawindexer.paged_cases import make_case
+    from rawindexer.testing.paged_cases import make_case
 
     counts = []
     for n in (tiles, 2 * tiles):

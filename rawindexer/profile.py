@@ -150,7 +150,7 @@ def emulated_counts(symbol_paths: dict[str, str], M: int = 8, N: int = 256, H: i
         import rawindexer
         from rawindexer.backends import get_backend
         from rawindexer.fp8 import random_e4m3fn
-        from rawindexer.windows import make_windows
+        from rawindexer.testing.windows import make_windows
     except ImportError:
         return {}
     out = {}
@@ -248,9 +248,9 @@ def accuracy_tables(paths: tuple[str, ...] | None = None, topk_cases=None, heads
 
     from .accuracy import TOPK, realistic_inputs, topk_agreement
     from .dispatch.gfx950 import LOGIT_EPS, PATHS
-    from .grading import calc_diff, worst_eps
-    from .reference import fp8_mqa_logits_ref_with_scale
-    from .windows import causal, make_windows
+    from .testing.grading import calc_diff, worst_eps
+    from .testing.reference import fp8_mqa_logits_ref_with_scale
+    from .testing.windows import causal, make_windows
 
     paths = paths or PATHS
     topk_cases = TOPK_CASES if topk_cases is None else topk_cases

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .dlpack import TensorView, is_compact
+from .errors import ValidationError  # noqa: F401  (re-exported: raised here)
 
 INT32_MAX = 2**31 - 1
 # The kernel indexes keys with int32 and walks up to one 32-token tile past the window end per warp.
@@ -19,10 +20,6 @@ MAX_KEYS = INT32_MAX - 1024
 FP8_DTYPES = ("float8_e4m3fn", "float8_e4m3fnuz", "uint8")
 #: the fp8 formats q and k may hold: OCP e4m3fn (bias 7, max 448) and e4m3fnuz (bias 8, max 240, 0x80 NaN)
 FP8_FORMATS = ("e4m3fn", "e4m3fnuz")
-
-
-class ValidationError(ValueError):
-    pass
 
 
 class Operand(NamedTuple):
@@ -109,6 +106,19 @@ def _check_shape(name: str, t: Operand, shape: tuple[int, ...], described: str) 
 def _check_contiguous(name: str, t: Operand) -> None:
     if not is_compact(t.shape, t.strides):
         _fail(name, f"strides {tuple(t.strides)} (elements) for shape {tuple(t.shape)}", "a contiguous row-major array")
+
+
+def check_sizes(M: int, N: int, out_row_stride: int) -> None:
+    """The size checks every launch needs, whether its sizes came from arrays or as integers (``launch``,
+    ``Indexer.launch_pointers``, a dispatch family's ``plan``): M, N >= 0, a row stride that holds N
+    logits, and sizes the kernels' int32 indexing reaches."""
+    for name, value in (("M", M), ("N", N)):
+        if value < 0:
+            _fail(name, str(value), ">= 0")
+    if out_row_stride < N:
+        _fail("out_row_stride", str(out_row_stride), f">= N={N}")
+    if N > MAX_KEYS or M > INT32_MAX:
+        _fail("M, N", f"M={M}, N={N}", f"int32 sizes (N <= {MAX_KEYS})")
 
 
 def validate(q: Any, k: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,

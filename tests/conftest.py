@@ -55,5 +55,5 @@ def rng(request) -> np.random.Generator:
 
 
 def pytest_configure(config):
-    # pyproject.toml declares the other markers; this one belongs to tests/test_two_gpus.py
+    # pyproject.toml declares the other markers; this one belongs to tests/gpu/test_two_gpus.py
     config.addinivalue_line("markers", "two_gpus: needs two CUDA GPUs of one host (run on nvidia-h200-x2)")

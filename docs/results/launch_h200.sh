@@ -19,16 +19,16 @@ echo "CUDA_HOME=${CUDA_HOME:-unset}"; nvidia-smi -L
 python3 -c "import torch, deep_gemm; print('torch', torch.__version__, 'deep_gemm', deep_gemm.__file__)" 2>&1 | tail -2
 python3 -c "import cuda.bindings, cupy, jax; print('cuda-bindings', cuda.bindings.__version__, 'cupy', cupy.__version__, 'jax', jax.__version__)"
 step() { local name=$1; shift; echo "== $name: $*"; timeout "${LIMIT:-240}" "$@" 2>&1 | tee "$OUT/$name.log" | grep -v '^PASS' | tail -40; }
-step graph python3 tests/test_graph_gpu.py
-step interop python3 tests/test_cuda_gpu.py --interop
+step graph python3 tests/gpu/test_graph_gpu.py
+step interop python3 tests/gpu/test_cuda_gpu.py --interop
 step host python3 -m rawindexer.bench --host-only
 RAWINDEXER_CUDA_LAUNCH=bindings step host_bindings python3 -m rawindexer.bench --host-only
 step dlpack python3 -m rawindexer.bench --dlpack-cost
 if [ "$MODE" = full ]; then
   LIMIT=3000 step bench python3 -m rawindexer.bench --out "$OUT/bench"
-  LIMIT=3000 step sweep python3 tests/test_cuda_gpu.py --full
+  LIMIT=3000 step sweep python3 tests/gpu/test_cuda_gpu.py --full
 else
   step bench python3 -m rawindexer.bench --quick --reps 20
-  LIMIT=${SWEEP_LIMIT:-120} step sweep python3 tests/test_cuda_gpu.py --quick
+  LIMIT=${SWEEP_LIMIT:-120} step sweep python3 tests/gpu/test_cuda_gpu.py --quick
 fi
-python3 tests/test_two_gpus.py 2>&1 | tail -3
+python3 tests/gpu/test_two_gpus.py 2>&1 | tail -3

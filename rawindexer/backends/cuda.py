@@ -14,6 +14,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs, pointer_writer
+from ..errors import CudaError  # noqa: F401  (re-exported: raised here)
 
 # Markers of cuLaunchKernel's ``extra`` array (cuda.h). Unlike HIP's (POINTER=1, SIZE=2, END=3).
 CU_LAUNCH_PARAM_END = 0
@@ -49,10 +50,6 @@ def _require_contiguous(array: Any, what: str) -> None:
     flags = getattr(array, "flags", None)
     if flags is None or not flags.c_contiguous:
         raise ValueError(f"{what}: expected a C-contiguous numpy array")
-
-
-class CudaError(RuntimeError):
-    """A CUDA driver call returned something other than CUDA_SUCCESS."""
 
 
 def _handle(obj: Any) -> int:

@@ -8,18 +8,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs
+from ..errors import HipError, HipUnavailable  # noqa: F401  (re-exported: raised here)
 
 # HIP ends the packed-argument form of `extra` with 3 (CUDA with 0)
 HIP_LAUNCH_PARAM_END = 3
-
-
-class HipError(RuntimeError):
-    """A HIP call failed (the message names the call, HIP's error string and the hipError_t)."""
-
-
-class HipUnavailable(HipError):
-    """The hip backend cannot run on this machine: hip-python is missing or the ROCm runtime it loads
-    (libamdhip64.so) is not installed."""
 
 
 #: what to do, the same wherever the hip backend turns out to be unusable

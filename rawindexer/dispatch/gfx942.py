@@ -9,6 +9,7 @@ emulator's modelled count, rawindexer.backends.emulator.MODELLED_CUS); nothing h
 """
 from __future__ import annotations
 
+from .. import registry
 from .gfx950 import Gfx950Family
 
 
@@ -16,6 +17,6 @@ class Gfx942Family(Gfx950Family):
     arch = "gfx942"
     fp8_formats = ("e4m3fnuz", "e4m3fn")
     fp8_format_note = "gfx942's MFMA reads e4m3fnuz; e4m3fn is read in place"
-    paths = ("seed",)
-    default_paths = ("seed",)
+    paths = registry.designs(registry.PREFILL, registry.GFX942)  # ("seed",): the MFMA-reduce designs are gfx950's
+    default_paths = registry.default_designs(registry.PREFILL, registry.GFX942)
     path_env = ""

@@ -5,7 +5,7 @@ Four kernel designs are built (see build.py's Variant.path):
 * ``"mrf"``  -- the default: the MFMA-reduce design's pipeline (16x16 score MFMAs, buffer loads, rotated unit
   pipeline, register double buffering) with the head reduce in fp32 on the VALU: ReLU (v_max_f32) and the
   weight FMA (v_pk_fma_f32), lane groups summed by permlane swaps. fp32-class logits (per-logit gate eps
-  1e-5, rawindexer.grading.logit_gate), <= 8 wait states per tile, 3 waves/SIMD (2 at H=128, D=128).
+  1e-5, rawindexer.testing.grading.logit_gate), <= 8 wait states per tile, 3 waves/SIMD (2 at H=128, D=128).
 * ``"seed"`` -- the seed's design: ReLU and weight FMA in fp32 on the VALU, paired-row permlane head
   reduce. fp32-class logits too; no software pipeline (40-80 wait states per tile).
 * ``"mr"``   -- "MFMA reduce": the weighted head sum runs on a bf16 MFMA (3 waves/SIMD at H=32, D=128,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from .. import registry
 from .base import KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
 
 TILE_N = 32          # tokens per MFMA tile
@@ -33,17 +34,18 @@ FLAG_REVERSE_ROWS = 2
 #: Waves per SIMD the default BLOCK_M aims at (the register file decides; see default_block_m).
 TARGET_WAVES = 3
 SIMDS_PER_CU = 4
-PATHS = ("seed", "mr", "mrp", "mrf")
+#: the designs (rawindexer/registry.py declares them; "path" is this module's older word for a design)
+PATHS = registry.designs(registry.PREFILL, registry.GFX950)
 #: The path the heuristic uses unless RAWINDEXER_GFX950_PATH says otherwise, in order of preference.
 #: Accuracy decides first (issue 15): only designs meeting the per-logit gate at eps 1e-5 qualify; of those,
 #: "mrf" has the better static levers at every (H, D) (docs/PROFILE.md).
-DEFAULT_PATHS = ("mrf", "seed")
-#: Per-logit gate of each design (|out - ref| <= eps * T, rawindexer.grading.logit_gate): the bound the
+DEFAULT_PATHS = registry.default_designs(registry.PREFILL, registry.GFX950)  # ("mrf", "seed")
+#: Per-logit gate of each design (|out - ref| <= eps * T, rawindexer.testing.grading.logit_gate): the bound the
 #: tests hold each design to. fp32 FMA accumulation: 1e-5 with room (measured worst ~1e-7). bf16 terms:
 #: the score and the weight each rounded to bf16 (2^-9 relative each), ~2^-8 per term (the fuzz measured up
 #: to 5.5e-3 with the fp32 accumulations); measured
 #: worst values are in docs/PROFILE.md.
-LOGIT_EPS = {"seed": 1e-5, "mr": 1e-2, "mrp": 1e-2, "mrf": 1e-5}
+LOGIT_EPS = registry.logit_eps(registry.PREFILL, registry.GFX950)
 
 
 class Gfx950Family(KernelFamily):
@@ -69,7 +71,7 @@ class Gfx950Family(KernelFamily):
         return out
 
     def is_supported(self, heads: int, head_dim: int) -> bool:
-        return bool(self.variants(heads, head_dim, "seed") or self.variants(heads, head_dim, "mr"))
+        return any(self.variants(heads, head_dim, design) for design in self.paths)
 
     def path(self, tunables: Tunables | None = None, heads: int = 32, head_dim: int = 128) -> str:
         """The kernel path in use: ``tunables.variant``, else RAWINDEXER_GFX950_PATH, else the first of

@@ -50,7 +50,7 @@ class PagedPointers:
     out: int
 
 
-#: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.grading.logit_gate; docs/NUMERICS.md): the
+#: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md): the
 #: head reduce in fp32 on the VALU, fp32 products -- the default designs' 1e-5
 LOGIT_EPS = {"": 1e-5}
 #: the decode kernels' pointer arguments, in :class:`PagedPointers` order

@@ -34,6 +34,8 @@ import os
 from math import ceil
 from pathlib import Path
 
+from .. import registry
+from ..validation import check_sizes
 from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
 
 FLAG_CLEAN_LOGITS = 1
@@ -41,27 +43,25 @@ FLAG_REVERSE_ROWS = 2
 FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: float4 -inf fill
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
-TILE_TOKENS = {"wg": 64, "wgr": 64, "wgp": 64, "wgrp": 64, "wgx": 64, "wf": 64, "wa": 64, "wfs": 64, "was": 64,
-               "ss": 64, "ssx": 64, "ssd": 64, "ssn": 64, "ssxn": 64, "ss4": 64, "ssx4": 64, "ssa": 64, "ssxa": 64, "wfx": 64, "wfd": 64,
-               "ws": 64, "ws3": 64, "ws4": 64, "ws4n": 64, "wss": 64, "mma": 32}
+TILE_TOKENS = {name: d.params["tile_tokens"] for name, d in registry.SM90_DESIGNS.items()}
 #: v6 SS-form implementations: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
-SS_IMPLS = ("ss", "ssx", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
+SS_IMPLS = tuple(name for name, d in registry.SM90_DESIGNS.items() if d.params.get("shared_k_ring"))
 SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_experiments.cu (4 for the "ss4" / "ssx4" builds)
 #: warp-specialised impls -> consumer warpgroups per block (block = 1 producer warpgroup + these; rows per
 #: consumer = block_m / consumers); K ring depth (WS_STAGES in the kernel source)
-WS_CONSUMERS = {"ws": 2, "ws3": 3, "ws4": 4, "ws4n": 4, "wss": 4}
+WS_CONSUMERS = {name: d.params["consumers"] for name, d in registry.SM90_DESIGNS.items() if "consumers" in d.params}
 WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
 #: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
-DEFAULT_IMPL = "wg"
-#: Per-logit gate |out - ref| <= eps * T of each implementation (rawindexer.grading.logit_gate; docs/NUMERICS.md).
+DEFAULT_IMPL = registry.default_designs(registry.PREFILL, registry.SM90)[0]  # "wg"
+#: Per-logit gate |out - ref| <= eps * T of each implementation (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
 #: The fp8 wgmma forms ("wg", "ws") cannot reach the gfx950 designs' 1e-5: Hopper's fp8 tensor cores add
 #: the products with a shorter accumulator than fp32 (about 14 bits, per DeepSeek-V3's report on H800), so
 #: a score is off by ~2^-14 of sum_d |q_d k_d|. Measured worst eps on the H200: docs/results (sweep logs).
 #: "mma" (mma.sync, fp8 widened to f16 with exact products and fp32 accumulation) and "wgr" (bf16 head
 #: reduce, like gfx950's "mr") are the baselines.
-LOGIT_EPS = {"wg": 2e-4, "ws": 2e-4, "mma": 1e-5, "wgr": 1e-2}
+LOGIT_EPS = registry.logit_eps(registry.PREFILL, registry.SM90)
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
 DEFAULT_N = 128
 #: Hopper blocks resident per SM we aim to fill with row blocks x splits before splitting further
@@ -105,12 +105,7 @@ class Sm90Family(KernelFamily):
         if not variants:
             raise ValueError(f"sm_90a has no {self.impl} kernel for heads={p.heads}, head_dim={p.head_dim} "
                              f"(built: {sorted({(k['params']['heads'], k['params']['head_dim']) for k in self.target['kernels'].values()})})")
-        if p.M < 0 or p.N < 0:
-            raise ValueError(f"M and N must be >= 0, got M={p.M}, N={p.N}")
-        if p.out_row_stride < p.N:
-            raise ValueError(f"out_row_stride ({p.out_row_stride}) must be >= N ({p.N})")
-        if p.N >= 2**31 or p.M >= 2**31:
-            raise ValueError("M and N must fit in int32")
+        check_sizes(p.M, p.N, p.out_row_stride)
         for name in ("q", "k"):
             if getattr(pointers, name) % 16:
                 raise ValueError(f"{name} must be 16-byte aligned (the kernel reads it with 16-byte loads)")

@@ -35,8 +35,8 @@ Transcendentals (v_exp/v_log/v_rcp/v_rsq) are correctly rounded or within 1 ulp 
 bit-identical to the hardware's approximations. Not implemented: scratch (private) memory, LDS DMA,
 DPP on compares and on ops outside the plain VALU table, fp6/fp4 MFMA operands, 16-bit float VALU ops and
 op_sel on 16-bit ops, ds_read_b96_tr_b6, image/export instructions. Triton-compiled kernels (fp8/bf16
-dots with LDS transpose loads, DPP reductions, IEEE division) run: tests/test_emulator_triton.py, and
-for gfx942 (fnuz fp8 and bf16 dots, reductions) tests/test_emulator_triton_gfx942.py.
+dots with LDS transpose loads, DPP reductions, IEEE division) run: tests/emulator/test_emulator_triton.py, and
+for gfx942 (fnuz fp8 and bf16 dots, reductions) tests/emulator/test_emulator_triton_gfx942.py.
 
 Modules: targets (what the code object's target changes), encodings (format layouts as data), decoder (words -> Instruction, reading encodings),
 opcodes (tables), state (wave registers), memory (spans, memcheck), operands (operand readers/writers),

@@ -1,9 +1,9 @@
-"""Exceptions raised by the emulator. All derive from :class:`EmulatorError`."""
+"""Exceptions raised by the emulator. All derive from :class:`EmulatorError` (rawindexer.errors)."""
 from __future__ import annotations
 
+from ..errors import EmulatorError  # the base sits in rawindexer.errors, under BackendError
 
-class EmulatorError(RuntimeError):
-    """Base class: anything the emulated program did that a GPU would not survive or we cannot model."""
+__all__ = ["EmulatorError", "DecodeError", "MemoryFault", "ExecMaskError", "BarrierDeadlock", "InstructionLimit"]
 
 
 class DecodeError(EmulatorError):

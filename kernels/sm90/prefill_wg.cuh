@@ -1,0 +1,301 @@
+// ===================================================================================================
+// wgmma path (the default): fp8 on Hopper's warpgroup tensor cores.
+//
+// Measured while building this file: on sm_90a, ptxas lowers mma.sync...e4m3 (the path above) to F2FP
+// conversions plus two f16 HMMA.16816 and FADDs per MMA -- there is no native fp8 mma.sync on Hopper, only
+// wgmma (QGMMA). So the warpgroup instruction is not an optional refinement here; it is the fp8 path.
+//
+// Shape: wgmma.m64nNk32, A = 64 tokens of K from REGISTERS (each warp of the warpgroup holds 16 tokens in
+// exactly the m16n8k32 A-fragment layout, loaded with the same 16-byte-per-lane scheme as the mma path),
+// B = the block's Q (N = BLOCK_M * H columns: query row r's heads are columns [r*H, (r+1)*H)) from shared
+// memory through a matrix descriptor. K never touches shared memory: it is streamed HBM -> registers per
+// warpgroup (the seed's "no LDS staging"), and warpgroups split the block's tile range.
+//
+// The A-register k-permutation (lane tig carries ITS OWN contiguous D/4 bytes, see mma_e4m3) is undone by
+// writing Q into shared memory with the same permutation: logical k slot (s, 16*hh + 4*tig + j) of the
+// wgmma holds Q[n, tig*D/4 + 8s + 4hh + j]. Q is staged once per block, so the permutation is free.
+//
+// Shared-memory layout of B: no swizzle, K-major "core matrices" of 8 columns (n) x 16 bytes (k), 128
+// contiguous bytes each; core matrix (n/8, kc) at (n/8) * SBO + kc * LBO with LBO = 128 (adjacent in K)
+// and SBO = 8 * D (adjacent in N). k-step s starts at kc = 2s, i.e. base + 256 s.
+//
+// Accumulator layout (PTX ISA, wgmma D fragment): warp w of the warpgroup owns rows 16w..16w+15; lane
+// (gid, tig) holds d[4j + 0/1] = (row gid, cols 8j + 2tig + 0/1) and d[4j + 2/3] = (row gid + 8, same cols).
+// Rows are tokens, so query row r's head sum is an in-thread FMA chain over j in [r*H/8, (r+1)*H/8) plus
+// the same quad butterfly as the mma path.
+// ===================================================================================================
+// Designs "wg" (the default) and "wgr" (EPI_MMA: head reduce on the tensor cores): fp8_mqa_logits_wg_body.
+#pragma once
+#include "common.cuh"
+#include "wgmma.cuh"
+
+// ---- helpers of the epilogues ---------------------------------------------------------------------
+// relu + round to bf16, two at a time: `lo` lands in the low half (the lower k index of an MMA fragment).
+__device__ __forceinline__ uint32_t relu_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// D += A(16x16 bf16) * B(16x8 bf16), f32 accumulate: native HMMA.16816.F32.BF16 on sm_90.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Epilogues of the wgmma path (template parameter EPI):
+enum : int {
+  EPI_FP32 = 0,  // v1-v3: per accumulator FMNMX + FFMA on the CUDA cores, quad butterfly
+  EPI_MMA = 1,   // mirror of the gfx950 MFMA head-reduce: cvt.rn.relu.bf16x2 then a bf16 mma.sync against
+                 // block-diagonal weights, so the head sum runs on the tensor cores
+};
+
+// Hooks for kernels/experimental/fp8_mqa_logits_sm90_experiments.cu, which alone defines them (the shipped
+// instantiations, PP = false with EPI_FP32 / EPI_MMA, never instantiate either):
+//   WgPingPongLoop<true>::run  the tile loop of PP = true (two accumulator sets, ping-pong);
+//   WgEpilogueExt<EPI>::run    the epilogue of any EPI other than EPI_FP32 / EPI_MMA (diagnostics).
+template <bool PP>
+struct WgPingPongLoop;
+template <int EPI>
+struct WgEpilogueExt;
+
+template <int H, int D, int BM, int EPI, bool PP>
+__device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q, const u8* __restrict__ k,
+                                                       const float* __restrict__ kv_scale,
+                                                       const float* __restrict__ weights,
+                                                       const int* __restrict__ cu_seqlen_ks,
+                                                       const int* __restrict__ cu_seqlen_ke,
+                                                       float* __restrict__ out, i64 out_row_stride, int M, int N,
+                                                       int split_n, int num_warps, int flags) {
+  constexpr int NQ = BM * H;  // wgmma N: every head of every row of the block
+  static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M * H must be 64, 128 or 256");
+  static_assert(D % 64 == 0, "D must be a multiple of 64");
+  static_assert(BM <= 8, "the MMA head-reduce puts the block's rows on an n8 MMA");
+  constexpr int KS = D / 32;     // k32 steps
+  constexpr int NCH = D / 64;    // 16-byte chunks per lane per token
+  constexpr int TILE = 64;       // tokens per warpgroup tile (the wgmma's M)
+  constexpr int NACC = NQ / 2;   // accumulator floats per thread
+  constexpr int V = 2 * BM;      // fp32 epilogue: per-lane partial sums (row, token gid / gid + 8)
+  constexpr int VPL = V >= 4 ? V / 4 : 1;
+  constexpr int SLABS = NQ / 16; // k16 slabs of the head-reduce MMA
+  constexpr uint32_t LBO = 128, SBO = 8 * D;
+
+  __shared__ __align__(128) u8 q_s[NQ * D];
+  __shared__ float w_s[NQ];
+  __shared__ int2 win_s[BM];
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1);
+  const int warp = tid / WARP;
+  const int wg = warp / 4, wq = warp % 4;  // warpgroup, and this warp's 16-row slice of the wgmma's 64
+  const int nwg = num_warps / 4;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int nthreads = num_warps * WARP;
+
+  const RowBlock rb = row_block_of<BM>(M, flags);
+  const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
+  const bool clean = rb.clean;
+  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
+  // Stage Q: 16-byte global reads, scattered as 4-byte words into the permuted core-matrix layout.
+  for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
+    const int n = idx / (D / 16);
+    const int d0 = 16 * (idx % (D / 16));
+    const int r = n / H;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
+    const int owner = d0 / (D / 4);       // the tig whose A chunk holds these depths
+    const int s0 = (d0 % (D / 4)) / 8;    // even: this chunk is k-steps s0 and s0 + 1
+    u8* row = q_s + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const int kc = 2 * (s0 + w / 2) + (w % 2);  // core matrix along k: step s, half hh = w % 2
+      *reinterpret_cast<uint32_t*>(row + kc * LBO) = word(v, w);
+    }
+  }
+  for (int idx = tid; idx < NQ; idx += nthreads) {
+    const int r = idx / H;
+    w_s[idx] = r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
+  }
+  // Generic-proxy stores read by the async proxy (wgmma) need this fence before the barrier.
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+
+  int lo = N, hi = 0;
+#pragma unroll
+  for (int r = 0; r < BM; ++r) {
+    const int2 w = win_s[r];
+    if (w.y > w.x) {
+      lo = min(lo, w.x);
+      hi = max(hi, w.y);
+    }
+  }
+  if (hi <= lo) lo = hi = 0;
+  // Same value in every lane already; the shuffle makes that visible to ptxas's uniformity analysis.
+  lo = __shfl_sync(0xffffffffu, lo, 0);
+  hi = __shfl_sync(0xffffffffu, hi, 0);
+
+  const int tiles = (hi - lo + TILE - 1) / TILE;
+  const int tile_begin = (int)((i64)tiles * split / split_n);
+  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
+
+  // EPI_MMA: B operand of the head-reduce MMA, the block-diagonal weights, staged once per block in
+  // shared memory in fragment order (one 8-byte read per lane per slab; registers would cost 2 per slab and
+  // a resident warpgroup). Slab i covers columns [16i, 16i + 16) = row 16i / H (H >= 16), so lane
+  // (gid, tig) holds weights[row][16i%H + 2tig + {0, 1, 8, 9}] when gid == that row, zero otherwise.
+  __shared__ uint2 wb_s[EPI == EPI_MMA ? SLABS * WARP : 1];
+  if constexpr (EPI == EPI_MMA) {
+    for (int idx = tid; idx < SLABS * WARP; idx += nthreads) {
+      const int i = idx / WARP, l = idx % WARP, g = l >> 2, tg = l & 3;
+      const bool mine = g == (16 * i) / H;
+      wb_s[idx] = mine ? make_uint2(bf16x2(w_s[16 * i + 2 * tg], w_s[16 * i + 2 * tg + 1]),
+                                    bf16x2(w_s[16 * i + 8 + 2 * tg], w_s[16 * i + 9 + 2 * tg]))
+                       : make_uint2(0u, 0u);
+    }
+    __syncthreads();
+  }
+
+  auto tile_hit = [&](int base) {
+    // Warpgroup-uniform: skip the tensor work when no row's window meets this tile (packed requests).
+    bool h = false;
+#pragma unroll
+    for (int r = 0; r < BM; ++r) {
+      const int2 w = win_s[r];
+      h |= w.x < w.y && base < w.y && base + TILE > w.x;
+    }
+    return h;
+  };
+  auto issue = [&](float (&acc)[NACC], const WgTile<NCH>& kt) {
+    fence_regs(acc);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int s = 0; s < KS; ++s) {
+      const int c = s / 2, s2 = s % 2;
+      const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2),
+                             word(kt.k[0][c], 2 * s2 + 1), word(kt.k[1][c], 2 * s2 + 1)};
+      wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
+    }
+    fence_regs(acc);
+  };
+  auto commit = [] { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); };
+  // One value (row r, token tok) of the tile: the logit inside the row's window, -inf outside it.
+  auto put = [&](int r, int tok, bool hit, float v) {
+    if (r < nrows && tok < hi) {
+      const int2 w = win_s[r];
+      float* dst = out + (i64)(m0 + r) * out_row_stride + tok;
+      if (hit && tok >= w.x && tok < w.y)
+        *dst = v;
+      else if (clean)
+        *dst = -__int_as_float(0x7f800000);
+    }
+  };
+  auto epilogue = [&](float (&acc)[NACC], float sc0, float sc1, int base, bool hit) {
+    const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
+    if constexpr (EPI == EPI_MMA) {
+      // Accumulator (row gid / gid+8, cols 8j + 2tig + {0,1}) is exactly the m16n8k16 A fragment of slab
+      // i = columns 16i..16i+15: a0 = (gid, 2tig..) = d[8i+0,1], a1 = (gid+8, ..) = d[8i+2,3],
+      // a2 = (gid, 8+2tig..) = d[8i+4,5], a3 = (gid+8, 8+2tig..) = d[8i+6,7]. No shuffles.
+      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (PP || hit) {  // PP: no accumulator read under a branch (ptxas would serialize the wgmmas)
+#pragma unroll
+        for (int i = 0; i < SLABS; ++i) {
+          const uint2 b = wb_s[i * WARP + lane];
+          mma_bf16(c, relu_bf16x2(acc[8 * i + 0], acc[8 * i + 1]), relu_bf16x2(acc[8 * i + 2], acc[8 * i + 3]),
+                   relu_bf16x2(acc[8 * i + 4], acc[8 * i + 5]), relu_bf16x2(acc[8 * i + 6], acc[8 * i + 7]),
+                   b.x, b.y);
+        }
+      }
+      // C fragment: c0/c1 = (token gid, rows 2tig, 2tig+1), c2/c3 = (token gid+8, same rows).
+      if (2 * tig < BM) {
+        put(2 * tig, tok0, hit, c[0] * sc0);
+        put(2 * tig, tok0 + 8, hit, c[2] * sc1);
+        if (2 * tig + 1 < BM) {
+          put(2 * tig + 1, tok0, hit, c[1] * sc0);
+          put(2 * tig + 1, tok0 + 8, hit, c[3] * sc1);
+        }
+      }
+    } else if constexpr (EPI != EPI_FP32) {
+      WgEpilogueExt<EPI>::run(acc, sc0, sc1, tok0, hit, put);  // experiments only
+    } else {
+      // DESIGN: head reduction in registers; kv_scale hoisted past it.
+      float res[VPL];
+      if (PP || hit) {
+        float part[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) part[i] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NQ / 8; ++j) {
+          const int r = j / (H / 8);
+          const float2 w = *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
+        }
+        if constexpr (V >= 4) {
+          reduce_scatter<V / 2>(part, res, tig);
+        } else {
+          // One row: scatter the two tokens over lane pairs, then finish the sum within each pair.
+          const bool up2 = tig & 2;
+          float x = up2 ? part[1] : part[0];
+          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < VPL; ++i) {
+        const int v = V >= 4 ? VPL * tig + i : (tig >> 1);
+        const int r = v >> 1, hh = v & 1;
+        if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i] * (hh ? sc1 : sc0) : 0.0f);
+      }
+    }
+  };
+
+  float accA[NACC];
+#pragma unroll
+  for (int i = 0; i < NACC; ++i) accA[i] = 0.0f;
+
+  if constexpr (!PP) {
+    // DESIGN: warpgroups split the tile range; the next tile's K is prefetched into registers while
+    // this one is multiplied, so each warpgroup keeps a K stream in flight.
+    WgTile<NCH> cur, nxt;
+    int t = tile_begin + wg;
+    if (t < tile_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
+    for (; t < tile_end; t += nwg) {
+      const int base = lo + t * TILE;
+      cur = nxt;
+      if (t + nwg < tile_end)
+        load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
+      const bool hit = tile_hit(base);
+      if (hit) {
+        issue(accA, cur);
+        commit();
+        wgmma_wait<0>();
+        fence_regs(accA);
+      }
+      epilogue(accA, cur.scale[0], cur.scale[1], base, hit);
+    }
+  } else {  // PP: the ping-pong loop (kernels/experimental/ only)
+    WgPingPongLoop<PP>::template run<D, NCH, TILE>(accA, k, kv_scale, lo, hi, tile_begin, tile_end, wg, nwg, wq, gid,
+                                                  tig, tile_hit, issue, commit, epilogue);
+  }
+
+  // DESIGN: fused -inf fill of [0, lo) and [hi, N), spread over every (split, warp) worker.
+  if (clean) {
+    const int worker = split * num_warps + warp;
+    const int workers = split_n * num_warps;
+    const bool vec4 = flags & FLAG_VEC4_FILL;
+    for (int r = 0; r < nrows; ++r) {
+      float* dst_row = out + (i64)(m0 + r) * out_row_stride;
+      fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
+      fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
+    }
+  }
+}

@@ -1,0 +1,428 @@
+// ===================================================================================================
+// Warp-specialised wgmma path (impl "ws", docs/PERFORMANCE.md v7).
+//
+// Block = 3 warpgroups, one block per SM (__launch_bounds__(384, 1)):
+//   * warpgroup 0, warp 0: the PRODUCER. It keeps a WS_STAGES-deep ring of K tiles (64 tokens each) in dynamic
+//     shared memory full with cp.async.bulk (the bulk copy engine without a tensor map: a tile of K is
+//     64 * D contiguous bytes, so one copy per tile, no descriptor, and the kernel keeps the plain argument
+//     list), completed on a "full" mbarrier per stage with complete_tx; it waits on the stage's "empty"
+//     mbarrier before refilling. (Per-row copies into padded rows were tried first: ptxas turns a per-lane
+//     cp.async.bulk into a ~10-instruction waterfall per copy, 640 producer issue slots per tile.)
+//   * warpgroup 0, warps 1-3: the fused -inf fill of [0, lo) and [hi, N), while the consumers compute.
+//   * warpgroups 1 and 2: CONSUMERS. Each owns half of the block's rows (BMW = BM / 2 rows, wgmma N = BMW * H)
+//     and its own copy of their Q in shared memory; both read every K tile of the ring (the tile is fetched
+//     once for 2 * N query columns). A = the K tile from registers (the same k-permuted fragments as "wg",
+//     read from the ring with LDS.128), B = Q from shared memory. Exact f32 epilogue as "wg", weights held in
+//     registers. The two consumers take turns issuing their wgmmas (named barriers 1 and 2, CUTLASS's
+//     "ping-pong"), so the tensor core runs one warpgroup's tile while the other does its epilogue.
+//   * setmaxnreg moves registers from the producer warpgroup (40) to the consumers (232).
+//   The same body, templated on NC consumers (ORDER: the turn-taking above; SS: both operands from shared memory,
+//   see fp8_mqa_logits_ws_body), gives the experiment forms ws3 / ws4 / ws4n / wss (bench/race_sm90.py --build).
+// ===================================================================================================
+#pragma once
+#include "common.cuh"
+#include "wgmma.cuh"
+
+constexpr int WS_STAGES = 6;          // K tiles in flight; mirrored by WS_STAGES in rawindexer/dispatch/sm90.py
+constexpr int WS_ORDER_BAR = 1;       // named barriers 1..NC: the consumers' wgmma issue order (0 = __syncthreads)
+// NC consumer warpgroups: 128 * (1 + NC) threads. setmaxnreg.inc draws on the CTA's own pool (SASS:
+// USETMAXREG.TRY_ALLOC.CTAPOOL), which holds only what the producer warpgroup gave back with setmaxnreg.dec, so
+//   NC * (consumer - entry) <= entry - producer,   entry = the registers per thread the block launched with
+// (65536 / threads rounded down to 8, as ptxas allocates under __launch_bounds__(threads, 1)). An increase past
+// that waits forever: the first 4-consumer build asked for 120 with entry 96 and producer 32 and hung on the H200.
+template <int NC>
+__host__ __device__ constexpr int ws_threads() { return 128 * (1 + NC); }
+template <int NC>
+__host__ __device__ constexpr int ws_entry_regs() { return 65536 / ws_threads<NC>() / 8 * 8; }
+template <int NC>
+__host__ __device__ constexpr int ws_producer_regs() { return NC >= 4 ? 32 : 40; }  // NC = 4: 96 + 64 / 4 = 112
+template <int NC>
+__host__ __device__ constexpr int ws_consumer_regs() {
+  return (ws_entry_regs<NC>() + (ws_entry_regs<NC>() - ws_producer_regs<NC>()) / NC) / 8 * 8 > 240
+             ? 240
+             : (ws_entry_regs<NC>() + (ws_entry_regs<NC>() - ws_producer_regs<NC>()) / NC) / 8 * 8;
+}
+// Dynamic shared memory of one block (the host computes the same sum, rawindexer/dispatch/sm90.py):
+//   Q of every consumer (NC * NQ * D) | the K ring (WS_STAGES * 64 * D) | the weights (NC * NQ floats)
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// Global -> shared bulk copy (no tensor map), completion counted in bytes on mbarrier `bar`.
+__device__ __forceinline__ void bulk_copy_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+
+// 16-byte cp.async that bypasses L1 (.cg); src_bytes = 0 writes zeros (a token past the window).
+__device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait_groups() {  // at most N of this thread's groups still in flight
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// SS = false: the K tile is read into registers (RS wgmma), filled by one cp.async.bulk per tile (row-major).
+// SS = true ("wss", experiment): both wgmma operands from shared memory, so the consumers hold no K registers
+// (4 consumers fit in 112 registers); the K tile must then be in core-matrix layout, which a one-dimensional
+// bulk copy cannot produce, so warps 0-1 of the producer warpgroup build it with 16-byte cp.async.cg (8 lanes
+// per 128-byte core-matrix row: conflict-free); warps 2-3 do the fill. A stage is signalled WS_SS_LAG tiles
+// later, after cp.async.wait_group + fence.proxy.async in the writing threads (generic-proxy writes read by
+// wgmma's async proxy), so the consumers need no fence of their own (on them it would be a MEMBAR.ALL.CTA
+// waiting for their own previous stores every tile).
+constexpr int WS_SS_LAG = 3;  // tiles of copies in flight per producer thread, < WS_STAGES
+template <int H, int D, int BM, int NC, bool ORDER, bool SS>
+__device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q, const u8* __restrict__ k,
+                                                       const float* __restrict__ kv_scale,
+                                                       const float* __restrict__ weights,
+                                                       const int* __restrict__ cu_seqlen_ks,
+                                                       const int* __restrict__ cu_seqlen_ke,
+                                                       float* __restrict__ out, i64 out_row_stride, int M, int N,
+                                                       int split_n, int flags) {
+  constexpr int BMW = BM / NC;  // rows per consumer warpgroup
+  constexpr int NQ = BMW * H;   // wgmma N of one consumer
+  constexpr int THREADS = ws_threads<NC>();
+  constexpr bool WREG = NC <= 3;  // weights in registers (32 at N = 128) while the register budget allows it
+  static_assert(BM % NC == 0, "BLOCK_M splits evenly over the consumers");
+  static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
+                "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
+  static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M / NC * H must be 64, 128 or 256");
+  static_assert(D % 64 == 0, "D must be a multiple of 64");
+  constexpr int KS = D / 32, NCH = D / 64, TILE = 64, NACC = NQ / 2;
+  constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
+  constexpr int ROW = D;  // ring row pitch: the tile as it lies in global memory
+  constexpr int STAGE_BYTES = TILE * ROW;
+  constexpr uint32_t LBO = 128, SBO = 8 * D;
+
+  __shared__ int2 win_s[BM];
+  __shared__ __align__(8) uint64_t full_bar[WS_STAGES];
+  __shared__ __align__(8) uint64_t empty_bar[WS_STAGES];
+  extern __shared__ __align__(128) u8 dyn_s[];
+  u8* const q_all = dyn_s;                                   // [NC][NQ * D]
+  u8* const ring_s = dyn_s + NC * NQ * D;                    // [WS_STAGES][STAGE_BYTES]
+  float* const w_all = reinterpret_cast<float*>(ring_s + WS_STAGES * STAGE_BYTES);  // [NC][NQ]
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1);
+  const int warp = tid / WARP;
+  const int wgi = warp / 4, wq = warp % 4;
+  const int gid = lane >> 2, tig = lane & 3;
+
+  const RowBlock rb = row_block_of<BM>(M, flags);
+  const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
+  const bool clean = rb.clean;
+  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
+  // Q of consumer c = rows [c * BMW, (c + 1) * BMW): RS in the permuted core-matrix layout of the "wg" path (the
+  // A fragments carry the same permutation), SS in natural depth order (the K tile is in natural order too).
+  for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
+    const int c = idx / (NQ * (D / 16));
+    const int rest = idx % (NQ * (D / 16));
+    const int n = rest / (D / 16);
+    const int d0 = 16 * (rest % (D / 16));
+    const int r = c * BMW + n / H;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
+    if constexpr (SS) {
+      *reinterpret_cast<uint4*>(q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;
+    } else {
+      const int owner = d0 / (D / 4);
+      const int s0 = (d0 % (D / 4)) / 8;
+      u8* row = q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const int kc = 2 * (s0 + w / 2) + (w % 2);
+        *reinterpret_cast<uint32_t*>(row + kc * LBO) = word(v, w);
+      }
+    }
+  }
+  constexpr int PRODUCERS = SS ? 64 : 1;  // threads that fill the ring (SS: warps 0-1; RS: one lane)
+  constexpr int FILL_WARP0 = SS ? 2 : 1;  // the producer warpgroup's warps from here on do the -inf fill
+  const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(full_bar);
+  const uint32_t empty0 = (uint32_t)__cvta_generic_to_shared(empty_bar);
+  const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < WS_STAGES; ++s) {
+      mbar_init(full0 + 8 * s, PRODUCERS);  // RS: the arrive.expect_tx; SS: each producer thread, once its copies landed
+      mbar_init(empty0 + 8 * s, 128 * NC);   // every consumer thread, once its fragments are read
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q (generic stores) is read by wgmma
+  __syncthreads();
+
+  int lo = N, hi = 0;
+#pragma unroll
+  for (int r = 0; r < BM; ++r) {
+    const int2 w = win_s[r];
+    if (w.y > w.x) {
+      lo = min(lo, w.x);
+      hi = max(hi, w.y);
+    }
+  }
+  if (hi <= lo) lo = hi = 0;
+  lo = __shfl_sync(0xffffffffu, lo, 0);
+  hi = __shfl_sync(0xffffffffu, hi, 0);
+  const int tiles = (hi - lo + TILE - 1) / TILE;
+  const int tile_begin = (int)((i64)tiles * split / split_n);
+  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+
+  if (wgi == 0) {
+    setmaxnreg_dec<ws_producer_regs<NC>()>();
+    if (SS && warp < FILL_WARP0) {
+      if constexpr (SS) {
+        // PRODUCER (SS): chunk c of a tile = token 8 * (c / (8 * D/16)) + c % 8, depth chunk (c / 8) % (D/16),
+        // stored at its core-matrix place; tokens past hi are zero-filled.
+        static_assert(PRODUCERS % (8 * (D / 16)) == 0, "each producer thread keeps one (token % 8, chunk) place");
+        constexpr int TH_STEP = PRODUCERS / (8 * (D / 16));  // 8-token groups advanced per copy of one thread
+        const int t8 = tid % 8, kc = (tid / 8) % (D / 16), th0 = tid / (8 * (D / 16));
+        const uint32_t dst_lane = th0 * SBO + kc * LBO + t8 * 16;
+        const u8* src_lane = k + 16 * kc;
+        static_assert(WS_SS_LAG < WS_STAGES, "a stage is signalled before the producer waits to refill it");
+        int stage = 0, signal = 0, issued = 0;
+        uint32_t phase = 0;
+        auto signal_next = [&] {
+          mbar_arrive(full0 + 8 * signal);
+          signal = signal == WS_STAGES - 1 ? 0 : signal + 1;
+        };
+        for (int t = tile_begin, i = 0; t < tile_end; ++t, ++i) {
+          if (i >= WS_STAGES) mbar_wait(empty0 + 8 * stage, phase ^ 1);
+          const int tok0 = lo + t * TILE + 8 * th0 + t8;
+          const uint32_t dst0 = ring0 + stage * STAGE_BYTES + dst_lane;
+#pragma unroll
+          for (int j = 0; j < TILE / 8 / TH_STEP; ++j) {
+            const int tok = tok0 + 8 * TH_STEP * j;
+            const bool in = tok < hi;
+            cp_async16_zfill(dst0 + j * TH_STEP * SBO, src_lane + (i64)(in ? tok : lo) * D, in ? 16u : 0u);
+          }
+          cp_async_commit_group();
+          if (i >= WS_SS_LAG) {  // tile i - WS_SS_LAG has landed: make it visible to wgmma, then signal it
+            cp_async_wait_groups<WS_SS_LAG>();
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            signal_next();
+          }
+          issued = i + 1;
+          if (++stage == WS_STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+        cp_async_wait_groups<0>();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        for (int r = 0; r < min(issued, WS_SS_LAG); ++r) signal_next();
+      }
+    } else if (!SS && warp == 0) {
+      // PRODUCER (one lane): one copy per tile; tokens past hi are not fetched (their logits are never stored).
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int t = tile_begin, i = 0; lane == 0 && t < tile_end; ++t, ++i) {
+        if (i >= WS_STAGES) mbar_wait(empty0 + 8 * stage, phase ^ 1);
+        const int base = lo + t * TILE;
+        const uint32_t bytes = (uint32_t)(min(TILE, hi - base) * D);
+        mbar_arrive_expect_tx(full0 + 8 * stage, bytes);
+        bulk_copy_g2s(ring0 + stage * STAGE_BYTES, k + (i64)base * D, bytes, full0 + 8 * stage);
+        if (++stage == WS_STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    } else if (clean) {
+      // DESIGN: fused -inf fill, here overlapped with the consumers' tiles (disjoint columns).
+      const int worker = split * (4 - FILL_WARP0) + (warp - FILL_WARP0);  // the producer warpgroup's other warps
+      const int workers = split_n * (4 - FILL_WARP0);
+      const bool vec4 = flags & FLAG_VEC4_FILL;
+      for (int r = 0; r < nrows; ++r) {
+        float* dst_row = out + (i64)(m0 + r) * out_row_stride;
+        fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
+        fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
+      }
+    }
+  } else {
+    setmaxnreg_inc<ws_consumer_regs<NC>()>();
+    const int wg = wgi - 1;   // consumer index: rows [wg * BMW, (wg + 1) * BMW) of the block
+    const int r0 = wg * BMW;
+    // This lane's weights: accumulator column group j holds columns 8j + 2tig + {0, 1} = (row 8j / H, heads).
+    // WREG: in registers; else in this consumer's slice of shared memory (written and read by its own warps).
+    float2 wr[WREG ? NQ / 8 : 1];
+    float* const w_s = w_all + wg * NQ;
+    if constexpr (WREG) {
+#pragma unroll
+      for (int j = 0; j < NQ / 8; ++j) {
+        const int r = r0 + (8 * j) / H, h = (8 * j) % H + 2 * tig;
+        const float* wp = weights + (i64)(m0 + r) * H + h;  // 4-byte aligned only: two scalar loads
+        wr[j] = r < nrows ? make_float2(wp[0], wp[1]) : make_float2(0.f, 0.f);
+      }
+    } else {
+      for (int idx = tid - 128 * wgi; idx < NQ; idx += 128) {
+        const int r = r0 + idx / H;
+        w_s[idx] = r < nrows ? weights[(i64)(m0 + r) * H + idx % H] : 0.0f;
+      }
+      named_bar_sync(WS_ORDER_BAR + NC + wg, 128);  // this consumer's warps only
+    }
+    auto weight = [&](int j) {
+      if constexpr (WREG) return wr[j];
+      else return *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig);
+    };
+    const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_all + wg * (NQ * D));
+    const u8* frag0 = ring_s + (16 * wq + gid) * ROW + (D / 4) * tig;
+
+    auto tile_hit = [&](int base) {
+      bool h = false;
+#pragma unroll
+      for (int r = 0; r < BMW; ++r) {
+        const int2 w = win_s[r0 + r];
+        h |= w.x < w.y && base < w.y && base + TILE > w.x;
+      }
+      return h;
+    };
+    auto put = [&](int r, int tok, bool hit, float v) {  // r: row of this consumer
+      if (r0 + r < nrows && tok < hi) {
+        const int2 w = win_s[r0 + r];
+        float* dst = out + (i64)(m0 + r0 + r) * out_row_stride + tok;
+        if (hit && tok >= w.x && tok < w.y)
+          *dst = v;
+        else if (clean)
+          *dst = -__int_as_float(0x7f800000);
+      }
+    };
+
+    float acc[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int t = tile_begin, i = 0; t < tile_end; ++t, ++i) {
+      const int base = lo + t * TILE;
+      const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
+      const float sc0 = __ldg(kv_scale + min(tok0, hi - 1));
+      const float sc1 = __ldg(kv_scale + min(tok0 + 8, hi - 1));
+      const bool hit = tile_hit(base);
+      mbar_wait(full0 + 8 * stage, phase);
+      WgTile<SS ? 1 : NCH> kt;
+      if constexpr (!SS) {
+        // Rows are D bytes apart, so at D = 128 the 8 gids of one LDS.128 would hit the same banks: odd gids read
+        // their two chunks in the other order (8 distinct 16-byte bank groups per instruction), then swap back.
+        const u8* fr = frag0 + stage * STAGE_BYTES;
+        constexpr bool FLIP = NCH == 2 && NC < 4;  // NC = 4: no registers to spare for the swap (2-way conflicts)
+        const int flip = FLIP ? (gid & 1) : 0;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+          for (int c = 0; c < NCH; ++c)
+            kt.k[h][c] = *reinterpret_cast<const uint4*>(fr + h * 8 * ROW + 16 * (c ^ flip));
+          if constexpr (FLIP) {
+            const uint4 a = kt.k[h][0], b = kt.k[h][1];
+            kt.k[h][0] = flip ? b : a;
+            kt.k[h][1] = flip ? a : b;
+          }
+        }
+        // Materialise the swapped fragments before the first wgmma: built lazily, they shared 4 registers and
+        // ptxas then waited for each wgmma before building the next one's A (DEPBAR after every QGMMA).
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int c = 0; c < NCH; ++c)
+            asm volatile("" : "+r"(kt.k[h][c].x), "+r"(kt.k[h][c].y), "+r"(kt.k[h][c].z), "+r"(kt.k[h][c].w));
+      }
+      // ORDER (ping-pong): consumer 0 issues tile t, then consumer 1 tile t, ..., then consumer 0 tile t + 1.
+      // Consumer c waits on barrier 1 + c and passes the turn on barrier 1 + (c + 1) % NC; consumer 0 skips its
+      // first wait and the last consumer its last pass, so every arrive meets a sync.
+      if (ORDER && (wg > 0 || i > 0)) named_bar_sync(WS_ORDER_BAR + wg, 256);
+      const bool pass_turn = ORDER && !(wg == NC - 1 && t + 1 == tile_end);
+      const int next_bar = WS_ORDER_BAR + (wg + 1) % NC;
+      if (hit) {
+        fence_regs(acc);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < KS; ++s) {
+          if constexpr (SS) {
+            wgmma_ss_k32<NQ>(acc, smem_desc(ring0 + stage * STAGE_BYTES + 256 * s, LBO, SBO),
+                             smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
+          } else {
+            const int c = s / 2, s2 = s % 2;
+            const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2), word(kt.k[0][c], 2 * s2 + 1),
+                                   word(kt.k[1][c], 2 * s2 + 1)};
+            wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
+          }
+        }
+        fence_regs(acc);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        if (pass_turn) named_bar_arrive(next_bar, 256);
+        if (!SS) mbar_arrive(empty0 + 8 * stage);  // RS: the fragments are in registers (the wgmma has read them)
+        wgmma_wait<0>();
+        fence_regs(acc);
+        if (SS) mbar_arrive(empty0 + 8 * stage);  // SS: the wgmma has finished reading the tile
+      } else {
+        if (pass_turn) named_bar_arrive(next_bar, 256);
+        mbar_arrive(empty0 + 8 * stage);
+      }
+      if (++stage == WS_STAGES) {
+        stage = 0;
+        phase ^= 1;
+      }
+      // Exact f32 head reduction (as "wg"), weights from registers (WREG) or shared memory, kv_scale after it.
+      float res[VPL];
+      if (hit) {
+        float part[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) part[v] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NQ / 8; ++j) {
+          const int r = j / (H / 8);
+          const float2 w = weight(j);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
+        }
+        if constexpr (V >= 4) {
+          reduce_scatter<V / 2>(part, res, tig);
+        } else {
+          const bool up2 = tig & 2;
+          float x = up2 ? part[1] : part[0];
+          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+        }
+      }
+#pragma unroll
+      for (int i2 = 0; i2 < VPL; ++i2) {
+        const int v = V >= 4 ? VPL * tig + i2 : (tig >> 1);
+        const int r = v >> 1, hh = v & 1;
+        if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i2] * (hh ? sc1 : sc0) : 0.0f);
+      }
+    }
+  }
+}

@@ -1,0 +1,66 @@
+"""rawindexer.registry is the only declaration of the kernels: what the build shipped (the manifest and the
+code objects) is exactly what it declares, and the dispatch answers from it."""
+import json
+
+import pytest
+
+import rawindexer
+from rawindexer import paged_kernels, registry
+from rawindexer.codeobject import CodeObject
+from rawindexer.kernel_files import kernel_dir, manifest_path
+
+MANIFEST = json.loads(manifest_path().read_text())
+def _gfx_params(i):
+    return {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "unroll": i.unroll, "path": i.design,
+            "fp8_format": i.fp8_format}
+
+
+PREFILL_PARAMS = {
+    registry.GFX950: _gfx_params,
+    registry.GFX942: _gfx_params,
+    registry.SM90: lambda i: {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "impl": i.design},
+}
+
+
+@pytest.mark.parametrize("target", [registry.GFX950, registry.GFX942, registry.SM90])
+def test_prefill_manifest_is_the_registry(target):
+    shipped = MANIFEST["targets"][target]["kernels"]
+    declared = {i.symbol: PREFILL_PARAMS[target](i) for i in registry.INSTANCES[registry.PREFILL][target]}
+    assert {s: e["params"] for s, e in shipped.items()} == declared
+    assert all(not registry.DESIGNS[registry.PREFILL][target][i.design].experiment
+               for i in registry.INSTANCES[registry.PREFILL][target]), "an experiment is shipped"
+
+
+@pytest.mark.parametrize("target", [registry.GFX950, registry.GFX942])
+def test_gfx_code_object_holds_every_declared_symbol(target):
+    co = CodeObject((kernel_dir() / MANIFEST["targets"][target]["code_object"]).read_bytes())
+    assert co.target.endswith(target)
+    assert {i.symbol for i in registry.INSTANCES[registry.PREFILL][target]} <= set(co.kernels)
+
+
+@pytest.mark.parametrize("target", sorted(paged_kernels.TARGETS))
+def test_paged_manifest_is_the_registry(target):
+    spec = paged_kernels.TARGETS[target]
+    shipped = set(MANIFEST["ops"][registry.PAGED][target]["kernels"])
+    assert shipped == {spec.symbol(inst, v) for inst, v in registry.INSTANCES[registry.PAGED][target]}
+
+
+@pytest.mark.parametrize("target", [registry.GFX950, registry.GFX942, registry.SM90])
+def test_every_shipped_design_has_instances_and_defaults_cover_every_shape(target):
+    instances = registry.INSTANCES[registry.PREFILL][target]
+    for design in registry.designs(registry.PREFILL, target):
+        assert any(i.design == design for i in instances), design
+    shapes = {(i.heads, i.head_dim) for i in instances}
+    default = registry.default_designs(registry.PREFILL, target)[0]
+    assert shapes == {(i.heads, i.head_dim) for i in instances if i.design == default}
+    for heads in (16, 32, 64, 96, 128, 256):
+        for head_dim in (32, 64, 128, 256):
+            assert rawindexer.is_supported(heads, head_dim, target) == ((heads, head_dim) in shapes), (heads, head_dim)
+
+
+def test_every_design_declares_its_gate_and_one_default_leads():
+    for op in (registry.PREFILL,):
+        for target, designs in registry.DESIGNS[op].items():
+            shipped = [d for d in designs.values() if not d.experiment]
+            assert all(d.logit_eps is not None for d in shipped), target
+            assert [d.default_rank for d in shipped if d.default_rank is not None].count(0) == 1, target
