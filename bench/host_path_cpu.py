@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "runtime")]  # fake_cuda
 
@@ -54,8 +56,9 @@ def setup(lib: Path):
 
     import fake_cuda
     import rawindexer
-    from rawindexer import api, backends
+    from rawindexer import backends, launch_path
     from rawindexer.backends import cuda as cuda_backend
+    from rawindexer.testing.paged_cases import make_case
 
     mp = pytest.MonkeyPatch()
     fake_cuda.install(mp, count=1)
@@ -65,7 +68,7 @@ def setup(lib: Path):
     if route != "bindings":  # the no-op library behind the C launcher (or plain ctypes with =ctypes)
         shim = None if route == "ctypes" else cuda_backend._load_shim()
         mp.setattr(cuda_backend, "_raw_driver", lambda driver: cuda_backend._RawDriver(str(lib), shim))
-    mp.setattr(api, "_torch_raw_stream", lambda device_id: 0x50001)
+    mp.setattr(launch_path, "_torch_raw_stream", lambda device_id: 0x50001)
     M, N, H, D = 1024, 1024, 64, 128
 
     def aligned(shape: tuple, dtype: torch.dtype) -> torch.Tensor:
@@ -89,6 +92,23 @@ def setup(lib: Path):
     raw = rawindexer.Indexer(H, D, device="cuda")
     ptrs = tuple(x.data_ptr() for x in (*args, out))
     f32 = torch.float32
+    # decode: B=64 sequences of 4096 keys, next_n 1, H=64, D=128, block size 64 (a serving step's shape)
+    case = make_case(np.random.default_rng(0), [4096] * 64, next_n=1, heads=H, head_dim=D, block_size=64,
+                     extra_columns=0, spare_blocks=0)
+
+    def aligned_copy(a: np.ndarray) -> torch.Tensor:
+        t = aligned(a.shape, torch.from_numpy(a[:0].reshape(-1)).dtype)
+        t.copy_(torch.from_numpy(np.ascontiguousarray(a)))
+        return t
+
+    pargs = tuple(aligned_copy(getattr(case, n)) for n in ("q", "kv_cache", "weights", "context_lens", "block_table"))
+    width = case.max_context_len
+    pout = aligned((64, width), f32)
+    decode = rawindexer.PagedIndexer(H, D)
+    bound = rawindexer.prepare_paged_mqa_logits(*pargs, width, out=pout)
+    pptrs = tuple(x.data_ptr() for x in (*pargs, pout))
+    pkw = dict(batch=64, next_n=1, num_heads=H, head_dim=D, block_size=64, num_blocks=case.kv_cache.shape[0],
+               max_blocks=case.block_table.shape[1], max_context_len=width, stream=0x50001, device="cuda")
     entries = {
         "fp8_mqa_logits(torch) -> new output": lambda: rawindexer.fp8_mqa_logits(*args),
         "fp8_mqa_logits(torch, out=)": lambda: rawindexer.fp8_mqa_logits(*args, out=out),
@@ -97,6 +117,11 @@ def setup(lib: Path):
         "launch(int pointers, stream=)": lambda: rawindexer.launch(*ptrs, M=M, N=N, num_heads=H, head_dim=D,
                                                                    stream=0x50001, device="cuda"),
         "Indexer.launch_pointers(int pointers)": lambda: raw.launch_pointers(ptrs, M, N, stream=0x50001),
+        "decode: fp8_paged_mqa_logits(torch, out=)": lambda: rawindexer.fp8_paged_mqa_logits(*pargs, width, out=pout),
+        "decode: PagedIndexer(torch, out=)": lambda: decode(*pargs, width, out=pout),
+        "decode: PagedIndexer(torch) -> new output": lambda: decode(*pargs, width),
+        "decode: prepare_paged_mqa_logits(...)()": bound,
+        "decode: launch_paged(int pointers, stream=)": lambda: rawindexer.launch_paged(*pptrs, **pkw),
         "for scale: torch.empty((M, N)) (CPU)": lambda: torch.empty((M, N), dtype=f32),
         "for scale: a Python call of a lambda": lambda: None,
     }

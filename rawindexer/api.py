@@ -1,40 +1,42 @@
-"""The public entry points: :class:`Indexer` (the prepared launch), ``fp8_mqa_logits`` (any DLPack framework),
-``launch`` (raw pointers), ``is_supported``.
+"""The public entry points of prefill: :class:`Indexer` (the prepared launch), ``fp8_mqa_logits`` (any DLPack
+framework), ``launch`` (raw pointers), ``is_supported``.
 
 A serving loop calls the indexer once per layer per step, so a call must cost microseconds of host time.
 Everything that does not depend on the call is resolved once: the backend, the per-device module and
-function, the device's compute units (:class:`_Device`), and per distinct call description -- shapes,
-strides, dtypes, devices, clean_logits, pointer alignment -- the validation and the launch plan with its
-pointers left as holes (:class:`_Shape`, :class:`_Prepared`). A call then reads pointers and descriptions
-(torch and CuPy arrays through their own attributes, anything else through DLPack), looks its description
-up, writes seven pointers into a reused kernarg buffer and launches on the caller's current stream of the
-inputs' device. Nothing synchronises, nothing reads device memory on the host, and outputs are allocated
-through the caller's framework, so a call made while the caller's stream is captured into a CUDA graph
+function, the device's compute units, and per distinct call description -- shapes, strides, dtypes,
+devices, clean_logits, pointer alignment -- the validation and the launch plan with its pointers left as
+holes. The machinery (reading arrays, the caller's stream and device context, outputs from the caller's
+framework, the caches, the launch) is :mod:`rawindexer.launch_path`, shared with the decode op
+(:mod:`rawindexer.paged`); this module says what is prefill's: its arrays, validation, family and spans.
+Nothing synchronises, nothing reads device memory on the host, and outputs are allocated through the
+caller's framework, so a call made while the caller's stream is captured into a CUDA graph
 (torch.cuda.graph, CuPy graphs) is captured like any framework op.
 """
 from __future__ import annotations
 
 import ctypes
-import functools
 import struct
-import threading
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from . import dlpack
-from .backends import Backend, BufferSpan, backend_for_device_type, get_backend
-from .backends.base import PackedKernargs
+from . import launch_path as _lp
+from .backends import Backend, BufferSpan, get_backend
 from .dispatch import family_for
 from .dispatch.base import ALIGNMENT_BITS, LaunchTemplate, Problem, Tunables
+from .launch_path import (_STREAM_OF_FRAMEWORK, MAX_CACHED_SHAPES, RUNS_ON, PreparedOp, _classify,  # noqa: F401
+                          _Device, _OtherAlignment, _read_torch, _Shape, torch_key)
 from .validation import Dims, Operand, ValidationError, as_bool, as_int, check_fp8_format, check_sizes, validate
 
 _ARG_NAMES = ("q_fp8", "k_fp8", "kv_scale", "weights", "cu_seqlen_ks", "cu_seqlen_ke")
-#: distinct call descriptions kept per Indexer before the cache starts over (a serving loop sees a handful)
-MAX_CACHED_SHAPES = 512
-#: the targets a backend runs besides its own (``arch=``): ROCm GPUs and the emulator run gfx950 or gfx942
-RUNS_ON: dict[str, tuple[str, ...]] = {"hip": ("gfx950", "gfx942"), "emulator": ("gfx950", "gfx942")}
+#: the seven alignments of pointers whose low ALIGNMENT_BITS are zero
+_ALIGNED = (0,) * 7
+
+
+def _torch_key(tensors: tuple, clean: bool, out: Any) -> tuple:
+    """The cache key of an all-torch prefill call (launch_path.torch_key with clean_logits as the one scalar):
+    what Indexer.__call__ builds inline."""
+    return torch_key(tensors, (clean,), out)
 
 
 def is_supported(num_heads: int, head_dim: int, arch: str = "gfx950") -> bool:
@@ -44,300 +46,9 @@ def is_supported(num_heads: int, head_dim: int, arch: str = "gfx950") -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Reading arrays: a framework's own attributes where we know them (torch, CuPy), DLPack otherwise.
-# Each reader returns (ptr, description, readonly, keepalive); description = (shape, strides, dtype, device)
-# is what validation and the plan depend on, so it is the cache key.
-# ---------------------------------------------------------------------------------------------------
-_Read = tuple  # (ptr, (shape, strides, dtype name, (device_type, device_id)), readonly, keepalive)
-
-_TORCH_DTYPES: dict[Any, str] = {}
-_TORCH_GPU_TYPE = dlpack.DL_CUDA
-
-
-def _torch_dtype_name(dtype: Any) -> str:
-    name = _TORCH_DTYPES.get(dtype)
-    if name is None:
-        text = str(dtype).removeprefix("torch.")
-        try:
-            name = dlpack.dtype_from_name(text).name
-        except dlpack.DLPackError:
-            name = text  # not a DLPack type; validation names it
-        _TORCH_DTYPES[dtype] = name
-    return name
-
-
-def _read_torch(t: Any, name: str, dl_stream: Any) -> _Read | None:
-    """torch.Tensor through its attributes: the same pointer, shape, strides, dtype and device that
-    ``t.__dlpack__()`` exports (tests/runtime/test_launch_path.py checks both routes agree), without a capsule.
-    None for tensors this route does not describe (devices other than CPU / CUDA / ROCm)."""
-    if t.is_cuda:
-        device = (_TORCH_GPU_TYPE, t.get_device())
-    elif t.is_cpu:
-        device = (dlpack.DL_CPU, 0)
-    else:
-        return None
-    return t.data_ptr(), (t.shape, t.stride(), _torch_dtype_name(t.dtype), device), False, None
-
-
-def _read_cupy(a: Any, name: str, dl_stream: Any) -> _Read | None:
-    """cupy.ndarray through its attributes (byte strides turned into elements)."""
-    itemsize = a.itemsize
-    strides = a.strides
-    if any(s % itemsize for s in strides):
-        return None  # not expressible in elements: DLPack refuses it with its own message
-    memptr = a.data
-    return (memptr.ptr, (a.shape, tuple(s // itemsize for s in strides), a.dtype.name,
-                         (_CUPY_GPU_TYPE, memptr.device_id)), False, None)
-
-
-_CUPY_GPU_TYPE = dlpack.DL_CUDA
-
-
-def _read_dlpack(obj: Any, name: str, dl_stream: Any) -> _Read:
-    """Any ``__dlpack__`` producer: borrow it zero-copy (the view is kept alive until the launch is queued)."""
-    view = dlpack.from_dlpack(obj, name=name, stream=dl_stream)
-    return view.ptr, (view.shape, view.strides, view.dtype.name, view.device), view.readonly, view
-
-
-#: exact array type -> (framework name, fast reader or None); filled on first sight of a type
-_TYPES: dict[type, tuple[str, Callable | None]] = {}
-#: torch.Tensor once torch arrays have been seen (the all-torch call takes a shorter path), and what that path
-#: allocates outputs with
-_TorchTensor: type | None = None
-_torch_empty: Callable[..., Any] | None = None
-_torch_empty_like: Callable[..., Any] | None = None
-_torch_float32: Any = None
-#: the seven alignments of pointers whose low ALIGNMENT_BITS are zero
-_ALIGNED = (0,) * 7
-
-
-def _torch_key(tensors: tuple, clean: bool, out: Any) -> tuple:
-    """The cache key of an all-torch call: everything validation and the plan depend on, read off the tensors
-    (Indexer.__call__ builds the same tuple inline; a test checks they agree). Inputs enter with is_contiguous()
-    rather than their strides: validation asks exactly that of them (torch's contiguity ignores size-1 dims and
-    empty tensors, as validation's is_compact does: a test checks they agree) and the plan reads no input stride; a
-    miss reads the strides. get_device() is -1 on the CPU and the ordinal on a GPU; which kind of GPU was settled when
-    the key was first validated (a process does not mix CUDA tensors with another GPU kind's). out's requires_grad is
-    in it so a hit never skips that check."""
-    key: list = []
-    for t in tensors:
-        key += (t.shape, t.is_contiguous(), t.dtype, t.get_device())
-    key.append(clean)
-    key.append(None if out is None else (out.shape, out.stride(), out.dtype, out.get_device(), out.requires_grad))
-    return tuple(key)
-
-
-def _classify(cls: type, obj: Any) -> tuple[str, Callable | None]:
-    entry = _TYPES.get(cls)
-    if entry is None:
-        framework = dlpack.framework_of(obj)
-        reader = None
-        if framework == "torch":
-            import torch
-
-            global _TORCH_GPU_TYPE
-            _TORCH_GPU_TYPE = dlpack.DL_ROCM if getattr(torch.version, "hip", None) else dlpack.DL_CUDA
-            reader = _read_torch if isinstance(obj, torch.Tensor) else None
-            global _TorchTensor, _torch_empty, _torch_empty_like, _torch_float32
-            _torch_empty, _torch_empty_like, _torch_float32 = torch.empty, torch.empty_like, torch.float32
-            _TorchTensor = torch.Tensor
-        elif framework == "cupy":
-            import cupy
-
-            global _CUPY_GPU_TYPE
-            _CUPY_GPU_TYPE = dlpack.DL_ROCM if getattr(cupy.cuda.runtime, "is_hip", False) else dlpack.DL_CUDA
-            reader = _read_cupy if isinstance(obj, cupy.ndarray) else None
-        entry = _TYPES[cls] = (framework, reader)
-    return entry
-
-
-def _device_of(obj: Any, name: str) -> tuple[int, int]:
-    get = getattr(obj, "__dlpack_device__", None)
-    if get is None:
-        raise dlpack.DLPackError(f"{name}: expected an array with __dlpack__ (torch, CuPy, JAX, numpy), "
-                                 f"got {type(obj).__name__}")
-    dev = get()
-    return int(dev[0]), int(dev[1])
-
-
-# ---------------------------------------------------------------------------------------------------
-# Streams and outputs in the caller's framework
-# ---------------------------------------------------------------------------------------------------
-_torch_raw_stream: Callable[[int], int] | None = None
-
-
-def _torch_raw_stream_fn() -> Callable[[int], int]:
-    """f(device_id) -> torch's current stream of that device as a raw handle (what torch's own Triton launcher
-    reads: no Stream object is built), falling back to the public API."""
-    global _torch_raw_stream
-    if _torch_raw_stream is None:
-        import torch
-
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        _torch_raw_stream = raw if raw is not None else (
-            lambda d: int(torch.cuda.current_stream(d).cuda_stream))
-    return _torch_raw_stream
-
-
-def _torch_stream(device_id: int) -> int:
-    """torch's current stream of ``device_id`` as a raw handle."""
-    return _torch_raw_stream_fn()(device_id)
-
-
-def _cupy_stream(device_id: int) -> int:
-    import cupy
-
-    try:
-        return int(cupy.cuda.get_current_stream(device_id).ptr)
-    except TypeError:  # older CuPy: the current device's stream only
-        with cupy.cuda.Device(device_id):
-            return int(cupy.cuda.get_current_stream().ptr)
-
-
-_STREAM_OF_FRAMEWORK: dict[str, Callable[[int], int]] = {"torch": _torch_stream, "cupy": _cupy_stream}
-
-
-@dataclass
-class _DeviceBuffer:
-    """Owns backend memory handed to a framework through DLPack; freed when the framework drops it."""
-
-    allocation: Any
-
-    def __del__(self) -> None:
-        self.allocation.free()
-
-
-def _allocate_out(framework: str, like: Any, backend: Backend, device: tuple[int, int], M: int, N: int,
-                  stream: int) -> tuple[Any, int, Callable[[], Any]]:
-    """(output the caller gets, its device pointer, function giving the caller's result once the launch is
-    queued). torch and CuPy allocate through their own allocators (graph-capture safe), and their result is
-    the array itself: nothing is re-imported."""
-    if framework == "torch":
-        import torch
-
-        out = torch.empty((M, N), dtype=torch.float32, device=like.device)
-        return out, out.data_ptr(), lambda: out
-    if framework == "cupy":
-        import cupy
-
-        with cupy.cuda.Device(device[1]):
-            out = cupy.empty((M, N), dtype=cupy.float32)
-        return out, out.data.ptr, lambda: out
-    if backend.dlpack_device_type == dlpack.DL_CPU:
-        # The emulator finishes inside the launch call, so frameworks whose arrays are immutable (JAX)
-        # import the result afterwards; an earlier import could copy the still-empty buffer.
-        out = np.empty((M, N), dtype=np.float32)
-        if framework in ("numpy", "unknown"):
-            return out, out.ctypes.data, lambda: out
-        return out, out.ctypes.data, lambda: dlpack.import_into(framework, dlpack.DLPackArray.from_numpy(out))
-    allocation = backend.alloc(4 * M * N, device[1])
-    array = dlpack.DLPackArray(allocation.ptr, (M, N), "float32", device, owner=_DeviceBuffer(allocation))
-
-    def ready(consumer_stream: int | None) -> None:
-        # The DLPack handshake: the consumer's stream waits for our launch (nothing when it is our stream).
-        # A consumer may export from another thread or device, so the launch's device is made current.
-        previous = backend.set_device(device[1])
-        try:
-            backend.order_after(consumer_stream, stream)
-        finally:
-            if previous is not None:
-                backend.restore_device(previous)
-
-    def result() -> Any:
-        # Set once the launch is queued: an export before that has no work to wait for.
-        array.ready = ready
-        if framework in ("numpy", "unknown"):
-            # numpy holds host memory only; a producer we do not know gets the device buffer itself as a
-            # DLPack exporter, which frees it once the caller and every capsule taken from it are gone.
-            return array
-        return dlpack.import_into(framework, array)
-
-    return array, allocation.ptr, result
-
-
-def _dlpack_stream(backend: Backend, stream: int) -> int | None:
-    """The stream argument a DLPack producer expects from a consumer on ``stream``."""
-    if backend.dlpack_device_type == dlpack.DL_CPU:
-        return None
-    if backend.dlpack_device_type == dlpack.DL_CUDA:
-        return stream or 1  # 1 = the legacy default stream (0 is not allowed for CUDA)
-    return stream or 0
-
-
-# ---------------------------------------------------------------------------------------------------
-# What is resolved once
-# ---------------------------------------------------------------------------------------------------
-class _Device:
-    """One (backend, device): the loaded module, functions by symbol, compute units."""
-
-    def __init__(self, backend: Backend, device_id: int, arch: str) -> None:
-        self.backend = backend
-        self.device_id = device_id
-        self.family = family_for(arch)
-        self.compute_units = backend.compute_units_for(device_id, arch)
-        self._module: Any = None
-        self._functions: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def function(self, symbol: str) -> Any:
-        fn = self._functions.get(symbol)
-        if fn is None:
-            with self._lock:
-                if self._module is None:
-                    self._module = self.backend.load_module(self.family.code_object(), self.device_id)
-                fn = self._functions[symbol] = self.backend.get_function(self._module, symbol)
-        return fn
-
-
-class _Prepared:
-    """A launch ready to go but for its stream and pointers: the template (for callers who ask what ran) and the
-    backend's bound launch ``go(stream, *seven pointers)`` (kernarg buffer, function, geometry and device bound
-    once; see Backend.bind_launch)."""
-
-    __slots__ = ("template", "go")
-
-    def __init__(self, template: LaunchTemplate, go: Callable[..., None]) -> None:
-        self.template = template
-        self.go = go
-
-
-class _Shape:
-    """One validated call description: dims, problem, and its prepared launches by pointer alignment.
-
-    ``aligned`` is the launch for pointers whose low ALIGNMENT_BITS are all zero (what allocators hand out): the
-    hot path reaches it with one OR of the seven pointers instead of a 7-tuple key. ``stream_now()`` gives the
-    caller framework's current stream of this device (torch route), ``out_size`` / ``torch_device`` what an
-    all-torch call allocates its output with, ``host_scales`` whether kv_scale's values are checked per call
-    (emulator: host memory), ``out_like`` a tensor whose empty_like is a new output (torch route)."""
-
-    __slots__ = ("dims", "problem", "device", "prepared", "aligned", "torch_device", "out_size", "out_like",
-                 "stream_now", "host_scales")
-
-    def __init__(self, dims: Dims, problem: Problem | None, device: _Device) -> None:
-        self.dims = dims
-        self.problem = problem  # None when M or N is 0: nothing to launch
-        self.device = device
-        self.prepared: dict[tuple[int, ...], _Prepared] = {}
-        self.aligned: _Prepared | None = None
-        self.torch_device: Any = None
-        self.out_size = (dims.M, dims.N)
-        self.out_like: Any = None
-        self.host_scales = device.backend.dlpack_device_type == dlpack.DL_CPU
-        self.stream_now: Callable[[], int] = _no_stream
-
-
-def _no_stream() -> int:
-    return 0
-
-
-class _OtherAlignment(Exception):
-    """Control flow of the torch hot path: pointers off the allocators' alignment take the general launch."""
-
-
-# ---------------------------------------------------------------------------------------------------
 # The prepared launch object
 # ---------------------------------------------------------------------------------------------------
-class Indexer:
+class Indexer(PreparedOp):
     """A prepared ``fp8_mqa_logits``: resolve once, then each call costs microseconds of host time.
 
         indexer = rawindexer.Indexer(num_heads=64, head_dim=128)          # e.g. one per model
@@ -353,6 +64,8 @@ class Indexer:
     Thread-safe: several threads (one per GPU, say) may share one object.
     """
 
+    ARG_NAMES = _ARG_NAMES
+
     def __init__(self, num_heads: int | None = None, head_dim: int | None = None, *, device: str | None = None,
                  block_m: int = 0, split_n: int = 0, num_warps: int = 0, unroll2: bool | None = None,
                  reverse_rows: bool | None = None, variant: str | None = None, arch: str | None = None,
@@ -367,34 +80,11 @@ class Indexer:
                                  as_int("num_warps", num_warps),
                                  None if unroll2 is None else as_bool("unroll2", unroll2),
                                  None if reverse_rows is None else as_bool("reverse_rows", reverse_rows), variant)
-        self._backend = get_backend(device) if device is not None else None
-        if self._backend is not None:
-            self._check_backend(self._backend)
-        self._devices: dict[tuple[int, int], _Device] = {}
-        self._shapes: dict[tuple, _Shape] = {}
-        self._lock = threading.Lock()
+        super().__init__(get_backend(device) if device is not None else None)
 
-    def reset(self, backend: str | None = None) -> None:
-        """Forget what was resolved per device (loaded module, functions, compute units) and the call shapes
-        prepared on it, for backend ``backend`` ("hip", "cuda", "emulator") or all; the next call loads the
-        module again. For a host that reset or reconfigured a device under this object."""
-        with self._lock:
-            gone = [d for d, state in self._devices.items() if backend is None or state.backend.name == backend]
-            for d in gone:
-                del self._devices[d]
-            for key in [k for k, shape in self._shapes.items()
-                        if backend is None or shape.device.backend.name == backend]:
-                del self._shapes[key]
-
-    # -- resolution (once per device / shape) ------------------------------------------------------------
-    def _arch(self, backend: Backend) -> str:
-        """The target this Indexer runs on ``backend``: its ``arch=`` where the backend runs it."""
-        if self.arch is None:
-            return backend.arch
-        if self.arch not in RUNS_ON.get(backend.name, (backend.arch,)):
-            raise ValueError(f"arch: expected one of {RUNS_ON.get(backend.name, (backend.arch,))} for arrays on the "
-                             f"{backend.name} backend, got {self.arch!r}")
-        return self.arch
+    # -- prefill's part of the prepared launch -----------------------------------------------------------
+    def _family(self, arch: str) -> Any:
+        return family_for(arch)
 
     def _check_backend(self, backend: Backend) -> None:
         arch = self._arch(backend)
@@ -410,26 +100,8 @@ class Indexer:
             raise ValueError(f"(num_heads, head_dim): expected a shape with a built {arch} kernel "
                              f"(is_supported() says which), got ({heads}, {head_dim})")
 
-    def _device(self, device: tuple[int, int]) -> _Device:
-        state = self._devices.get(device)
-        if state is None:
-            if self._backend is None:
-                backend = backend_for_device_type(device[0])
-            elif device[0] == self._backend.dlpack_device_type:
-                backend = self._backend
-            else:
-                raise ValueError(f"arrays: expected arrays on a {self._backend.name} device (this Indexer's "
-                                 f"device=), got arrays on DLPack device {device}")
-            self._check_backend(backend)
-            with self._lock:
-                state = self._devices.get(device)
-                if state is None:
-                    state = self._devices[device] = _Device(backend, device[1], self._arch(backend))
-        return state
-
-    def _checked(self, ops: list[Operand], out: Operand | None, clean: bool,
-                 device: _Device) -> tuple[Dims, Problem | None]:
-        """The full validation of a new call description (named errors); its dims and problem."""
+    def _describe(self, ops: list[Operand], out: Operand | None, scalars: tuple, device: _Device) -> _Shape:
+        (clean,) = scalars
         dims = validate(*ops, out, self.fp8_format)
         if self.num_heads is not None and dims.heads != self.num_heads:
             raise ValidationError(f"q_fp8: expected num_heads={self.num_heads} (this Indexer's), got "
@@ -446,31 +118,24 @@ class Indexer:
         if dims.M and dims.N:
             stride = out.strides[0] if out is not None and dims.M > 1 else dims.N
             problem = Problem(dims.M, dims.N, dims.heads, dims.head_dim, stride, clean, dims.fp8_format)
-        return dims, problem
+        return _Shape(dims, problem, device, (dims.M, dims.N))
 
-    def _remember(self, key: tuple, shape: _Shape) -> _Shape:
-        with self._lock:
-            if len(self._shapes) >= MAX_CACHED_SHAPES:
-                self._shapes.clear()
-            self._shapes[key] = shape
-        return shape
-
-    def _prepared(self, shape: _Shape, alignment: tuple[int, ...]) -> _Prepared:
+    def _template(self, shape: _Shape, alignment: tuple[int, ...], ptrs: tuple[int, ...]) -> LaunchTemplate:
         device = shape.device
-        template = device.family.prepare(shape.problem, self.tunables, alignment, device.compute_units)
-        backend = device.backend
-        spans_of = None
-        if backend.needs_buffer_spans:
-            dims, stride = shape.dims, shape.problem.out_row_stride
-            spans_of = lambda pointers: _spans(dims, stride, pointers)  # noqa: E731
-        go = backend.bind_launch(device.function(template.symbol), device.device_id, template.grid, template.block,
-                                 template.shared_mem, template.kernargs, template.pointer_offsets, spans_of)
-        prepared = _Prepared(template, go)
-        with self._lock:
-            shape.prepared[alignment] = prepared
-            if not any(alignment):
-                shape.aligned = prepared
-        return prepared
+        return device.family.prepare(shape.problem, self.tunables, alignment, device.compute_units)
+
+    def _spans(self, shape: _Shape, ptrs: tuple[int, ...]) -> list[BufferSpan]:
+        return _spans(shape.dims, shape.problem.out_row_stride, ptrs)
+
+    def _check_host_values(self, shape: _Shape, ptrs: list[int]) -> None:
+        """Emulator only (host memory): kv_scale must be >= 0 since the kernel applies it after the ReLU."""
+        N = shape.dims.N
+        if not N:
+            return
+        scale = np.ctypeslib.as_array((ctypes.c_float * N).from_address(ptrs[2]))
+        if (scale < 0).any():
+            raise ValidationError(f"kv_scale: expected values >= 0 (the scale is applied after the ReLU), "
+                                  f"got min {float(scale.min())}")
 
     # -- the call -------------------------------------------------------------------------------------
     def __call__(self, q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
@@ -483,7 +148,10 @@ class Indexer:
         # The hot path: torch tensors whose description (shapes, strides, dtypes, devices, clean_logits, out's) was
         # validated before. Everything it reads is in the key, so a hit is a call validated before; anything new
         # (or any other framework) takes _call_slow, which validates, caches under the same key, and launches.
-        T = _TorchTensor
+        # It is PreparedOp._call's hot path unrolled for prefill's six arrays (the key is launch_path.torch_key's
+        # tuple; a test checks they agree): about a microsecond less per call than the loops, on the op a serving
+        # loop calls once per layer per step.
+        T = _lp._TorchTensor
         if (type(q_fp8) is T and type(k_fp8) is T and type(kv_scale) is T and type(weights) is T
                 and type(cu_seqlen_ks) is T and type(cu_seqlen_ke) is T
                 and (clean_logits is True or clean_logits is False)):
@@ -501,168 +169,28 @@ class Indexer:
                 cu_seqlen_ks.shape, cu_seqlen_ks.is_contiguous(), cu_seqlen_ks.dtype, cu_seqlen_ks.get_device(),
                 cu_seqlen_ke.shape, cu_seqlen_ke.is_contiguous(), cu_seqlen_ke.dtype, cu_seqlen_ke.get_device(),
                 clean_logits, out_key))
-            if shape is not None and not shape.host_scales:
+            if shape is not None and not shape.host_checks:
                 if stream is None:
                     stream = shape.stream_now()
                 if out is None:
-                    out = _torch_empty_like(shape.out_like)
+                    out = _lp._torch_empty_like(shape.out_like)
                 if shape.problem is not None:
                     p0, p1, p2, p3 = q_fp8.data_ptr(), k_fp8.data_ptr(), kv_scale.data_ptr(), weights.data_ptr()
                     p4, p5, p6 = cu_seqlen_ks.data_ptr(), cu_seqlen_ke.data_ptr(), out.data_ptr()
                     try:
                         if (p0 | p1 | p2 | p3 | p4 | p5 | p6) & ALIGNMENT_BITS:
                             raise _OtherAlignment
-                        (shape.aligned or self._prepared(shape, _ALIGNED)).go(stream, p0, p1, p2, p3, p4, p5, p6)
+                        (shape.aligned or self._prepared(shape, _ALIGNED, (p0, p1, p2, p3, p4, p5, p6))).go(
+                            stream, p0, p1, p2, p3, p4, p5, p6)
                     except (_OtherAlignment, TypeError, OverflowError, struct.error):
                         # other alignments, or a stream= the launch cannot take: _launch plans / names it
                         self._launch(shape, (p0, p1, p2, p3, p4, p5, p6), stream)
                 return out
-        return self._call_slow(q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, clean_logits, out, stream)
-
-    def _call_slow(self, q: Any, k: Any, kv: Any, w: Any, ks: Any, ke: Any, clean: Any, out: Any,
-                   stream: int | None) -> Any:
-        """Everything but a torch cache hit: argument checks, validation of a new description, other frameworks."""
-        if clean is not True and clean is not False:
-            clean = as_bool("clean_logits", clean)
-        T = _TorchTensor
-        arrays = (q, k, kv, w, ks, ke)
-        if T is not None and all(type(a) is T for a in arrays) and (out is None or type(out) is T):
-            if out is not None and out.requires_grad:
-                raise ValidationError("out: expected a tensor that does not require grad (the kernel writes it in "
-                                      "place, outside autograd), got requires_grad=True")
-            key = _torch_key(arrays, clean, out)
-            shape = self._shapes.get(key) or self._torch_shape(key, arrays, out, clean)
-            if shape is not None:
-                if stream is None:
-                    stream = shape.stream_now()
-                if shape.host_scales:
-                    self._check_host_scales(kv.data_ptr(), shape.dims.N)
-                if out is None:
-                    out = _torch_empty(shape.out_size, dtype=_torch_float32, device=shape.torch_device)
-                if shape.problem is not None:
-                    self._launch(shape, tuple(a.data_ptr() for a in (*arrays, out)), stream)
-                return out
-            # a device the torch route does not describe: DLPack decides
-        return self._call_any(q, k, kv, w, ks, ke, clean, out, stream)
-
-    def _torch_shape(self, key: tuple, tensors: tuple, out: Any, clean: bool) -> _Shape | None:
-        reads = [_read_torch(t, name, None) for t, name in zip(tensors, _ARG_NAMES)]
-        out_read = None if out is None else _read_torch(out, "out", None)
-        if any(r is None for r in reads) or (out is not None and out_read is None):
-            return None
-        ops = [Operand(r[0], tuple(r[1][0]), tuple(r[1][1]), r[1][2], r[1][3], r[2]) for r in reads]
-        out_op = None if out_read is None else Operand(out_read[0], tuple(out_read[1][0]), tuple(out_read[1][1]),
-                                                        out_read[1][2], out_read[1][3], out_read[2])
-        device = self._device(ops[0].device)
-        shape = _Shape(*self._checked(ops, out_op, clean, device), device)
-        shape.torch_device = tensors[0].device
-        # What the hot path allocates new outputs from: empty_like of a broadcast 0-d float32 tensor gives a fresh
-        # contiguous [M, N] tensor on that device through the same allocator as torch.empty (graph capture
-        # included), with no keyword parsing (about 1 us cheaper per call)
-        M, N = shape.out_size
-        proto = _torch_empty((), dtype=_torch_float32, device=shape.torch_device)
-        shape.out_like = proto.expand(M, N) if M and N else _torch_empty((M, N), dtype=_torch_float32,
-                                                                         device=shape.torch_device)
-        if device.backend.dlpack_device_type != dlpack.DL_CPU:
-            shape.stream_now = functools.partial(_torch_raw_stream_fn(), device.device_id)
-        return self._remember(key, shape)
-
-    def _call_any(self, q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
-                  clean_logits: bool, out: Any, stream: int | None) -> Any:
-        """Any mix of frameworks: torch / CuPy arrays through their attributes, anything else through DLPack."""
-        arrays = (q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke)
-        framework, reader = _TYPES.get(type(q_fp8)) or _classify(type(q_fp8), q_fp8)
-        # The device comes from q_fp8 (its own attributes where we read them); every other array must match.
-        first = reader(q_fp8, "q_fp8", None) if reader is not None else None
-        device = first[1][3] if first is not None else _device_of(q_fp8, "q_fp8")
-        state = self._devices.get(device) or self._device(device)
-        backend = state.backend
-        if stream is None:
-            get_stream = _STREAM_OF_FRAMEWORK.get(framework)
-            stream = get_stream(device[1]) if get_stream is not None and device[0] != dlpack.DL_CPU else 0
-        dl_stream = None  # the DLPack route's stream argument, worked out when first needed
-
-        reads = []
-        for i, obj in enumerate(arrays):
-            if i == 0 and first is not None:
-                reads.append(first)
-                continue
-            fw, rd = _TYPES.get(type(obj)) or _classify(type(obj), obj)
-            got = rd(obj, _ARG_NAMES[i], None) if rd is not None else None
-            if got is None:
-                if dl_stream is None:
-                    dl_stream = _dlpack_stream(backend, stream)
-                got = _read_dlpack(obj, _ARG_NAMES[i], dl_stream)
-            reads.append(got)
-        out_read = None
-        if out is not None:
-            out_framework, rd = _TYPES.get(type(out)) or _classify(type(out), out)
-            if out_framework == "jax":
-                raise ValidationError("out: expected a writable array (torch, CuPy, numpy); got a JAX array, which "
-                                      "is immutable -- leave out=None to get a new JAX array")
-            if out_framework == "torch" and out.requires_grad:
-                raise ValidationError("out: expected a tensor that does not require grad (the kernel writes it in "
-                                      "place, outside autograd), got requires_grad=True")
-            out_read = rd(out, "out", None) if rd is not None else None
-            if out_read is None:
-                if dl_stream is None:
-                    dl_stream = _dlpack_stream(backend, stream)
-                out_read = _read_dlpack(out, "out", dl_stream)
-
-        key = (reads[0][1], reads[1][1], reads[2][1], reads[3][1], reads[4][1], reads[5][1],
-               None if out_read is None else (out_read[1], out_read[2]), clean_logits)
-        shape = self._shapes.get(key)
-        if shape is None:
-            ops = [Operand(r[0], tuple(r[1][0]), tuple(r[1][1]), r[1][2], r[1][3], r[2]) for r in reads]
-            out_op = None if out_read is None else Operand(out_read[0], tuple(out_read[1][0]), tuple(out_read[1][1]),
-                                                            out_read[1][2], out_read[1][3], out_read[2])
-            shape = self._remember(key, _Shape(*self._checked(ops, out_op, clean_logits, state), state))
-
-        if shape.host_scales:
-            self._check_host_scales(reads[2][0], shape.dims.N)
-        dims = shape.dims
-        result = None
-        if out is None:
-            out, out_ptr, result = _allocate_out(framework, q_fp8, backend, device, dims.M, dims.N, stream)
-        else:
-            out_ptr = out_read[0]
-        if shape.problem is not None:
-            ptrs = (reads[0][0], reads[1][0], reads[2][0], reads[3][0], reads[4][0], reads[5][0], out_ptr)
-            self._launch(shape, ptrs, stream)
-        return out if result is None else result()
-
-    def _launch(self, shape: _Shape, ptrs: tuple[int, ...], stream: int) -> _Prepared:
-        """Launch ``shape`` with these seven pointers on ``stream``; bad pointers or streams raise naming them."""
-        try:
-            p0, p1, p2, p3, p4, p5, p6 = ptrs
-            a = ALIGNMENT_BITS
-            if (p0 | p1 | p2 | p3 | p4 | p5 | p6) & a:
-                alignment = (p0 & a, p1 & a, p2 & a, p3 & a, p4 & a, p5 & a, p6 & a)
-                prepared = shape.prepared.get(alignment) or self._prepared(shape, alignment)
-            else:
-                prepared = shape.aligned or self._prepared(shape, _ALIGNED)
-            prepared.go(stream, p0, p1, p2, p3, p4, p5, p6)
-        except (TypeError, ValueError, OverflowError, struct.error):
-            if len(ptrs) != 7:
-                raise ValueError(f"pointers: expected 7 device addresses, got {len(ptrs)}") from None
-            _raise_bad_pointer(ptrs)
-            if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)) or not 0 <= stream < 2**64:
-                raise TypeError(f"stream: expected an int stream handle in [0, 2**64), got "
-                                f"{type(stream).__name__} {stream!r}") from None
-            if not all(type(p) is int for p in ptrs) or type(stream) is not int:  # numpy ints: as Python ints
-                return self._launch(shape, tuple(int(p) for p in ptrs), int(stream))
-            raise
-        return prepared
-
-    @staticmethod
-    def _check_host_scales(ptr: int, N: int) -> None:
-        """Emulator only (host memory): kv_scale must be >= 0 since the kernel applies it after the ReLU."""
-        if not N:
-            return
-        scale = np.ctypeslib.as_array((ctypes.c_float * N).from_address(ptr))
-        if (scale < 0).any():
-            raise ValidationError(f"kv_scale: expected values >= 0 (the scale is applied after the ReLU), "
-                                  f"got min {float(scale.min())}")
+        # The same path for every op (rawindexer.launch_path.PreparedOp._call_slow), after the argument check.
+        if clean_logits is not True and clean_logits is not False:
+            clean_logits = as_bool("clean_logits", clean_logits)
+        return self._call_slow((q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke), out, (clean_logits,),
+                               stream)
 
     # -- raw pointers -------------------------------------------------------------------------------------
     def launch_pointers(self, pointers: tuple[int, ...], M: int, N: int, out_row_stride: int | None = None,
@@ -691,23 +219,13 @@ class Indexer:
         device_id = as_int("device_id", device_id)
         out_row_stride = N if out_row_stride is None else as_int("out_row_stride", out_row_stride)
         check_sizes(M, N, out_row_stride)
-        device = self._devices.get((self._backend.dlpack_device_type, device_id))
-        if device is None:
-            device = self._device((self._backend.dlpack_device_type, device_id))
+        device = self._raw_device(device_id)
         fmt = self.fp8_format or "e4m3fn"
         if fmt not in device.family.fp8_formats:
             raise ValueError(f"fp8_format: expected {' or '.join(device.family.fp8_formats)} for the "
                              f"{device.family.arch} kernel, got {fmt!r} ({device.family.fp8_format_note})")
         problem = Problem(M, N, self.num_heads, self.head_dim, out_row_stride, clean, fmt) if M and N else None
-        return self._remember(key, _Shape(Dims(M, N, self.num_heads, self.head_dim, fmt), problem, device))
-
-
-def _raise_bad_pointer(ptrs: tuple[int, ...]) -> None:
-    for name, p in zip((*_ARG_NAMES, "out"), ptrs):
-        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
-            raise TypeError(f"{name}: expected an int device address, got {type(p).__name__} {p!r}")
-        if not 0 <= int(p) < 2**64:
-            raise ValueError(f"{name}: expected a device address in [0, 2**64), got {p}")
+        return self._remember(key, _Shape(Dims(M, N, self.num_heads, self.head_dim, fmt), problem, device, (M, N)))
 
 
 def _spans(dims: Dims, out_row_stride: int, ptrs: tuple[int, ...]) -> list[BufferSpan]:
@@ -739,12 +257,16 @@ def _indexer_for(tunables: tuple) -> Indexer:
 def reset_caches(backend: str | None = None) -> None:
     """Forget the per-device state (modules, functions, compute units, prepared launches) that
     :func:`fp8_mqa_logits` and :func:`launch` cached, for backend ``backend`` or all, and the ``launch``
-    Indexers bound to it (they hold the backend instance). Indexers the caller made are the caller's:
+    Indexers bound to it (they hold the backend instance); likewise for the decode op's functions
+    (:func:`rawindexer.paged.reset_caches`). Indexers the caller made are the caller's:
     :meth:`Indexer.reset`. For hosts (and tests) that reset or reconfigure a device under rawindexer."""
     for indexer in (_DEFAULT, *_BY_TUNABLES.values()):
         indexer.reset(backend)
     for key in [k for k, ind in _RAW.items() if backend is None or ind._backend.name == backend]:
         _RAW.pop(key, None)
+    from . import paged  # imports this module: resolved at call time
+
+    paged.reset_caches(backend)
 
 
 def fp8_mqa_logits(q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,

@@ -1,6 +1,7 @@
 """Benchmark of the sm_90a kernel against DeepGEMM, a Triton baseline and plain torch, on one CUDA GPU.
 
     python -m rawindexer.bench [--out bench/] [--quick] [--tune] [--host-only] [--dlpack-cost]
+    python -m rawindexer.bench --paged [--quick] [--block-size 64] [--log FILE]   (decode: rawindexer.bench_paged)
 
 Cases: the seed's chunk shapes x windows {causal (one request, vLLM convention: diagonal included),
 multi_req (four packed requests)} x clean_logits {0, 1} x heads {32, 64}, head_dim 128.
@@ -519,8 +520,15 @@ def dlpack_cost_table(reps: int = 2000, rounds: int = 7) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int | None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--paged" in argv:  # the decode op's benchmark takes the remaining arguments
+        from . import bench_paged
+
+        return bench_paged.main([a for a in argv if a != "--paged"])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--paged", action="store_true",
+                        help="benchmark fp8_paged_mqa_logits instead (python -m rawindexer.bench_paged; its options)")
     parser.add_argument("--out", type=Path, default=None, help="folder for bench_h200.{csv,png,txt}")
     parser.add_argument("--quick", action="store_true", help="three shapes, H=32 only")
     parser.add_argument("--tune", action="store_true", help="also time a few tunable settings per causal case")
@@ -530,7 +538,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dlpack-cost", action="store_true",
                         help="only the DLPack cost table (runs without a GPU: CPU arrays of each framework present)")
     args = parser.parse_args(argv)
-    command = "python -m rawindexer.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m rawindexer.bench " + " ".join(argv)
     if args.dlpack_cost:
         print(f"$ {command}\n\n{dlpack_cost_table()}")
         return
@@ -545,4 +553,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,6 +2,7 @@
 ``fp8_paged_mqa_logits`` where it imports, and against the card's read bandwidth measured in the same run.
 
     python -m rawindexer.bench_paged [--quick] [--block-size 64] [--log FILE]
+    python -m rawindexer.bench --paged [the same options]
 
 Grid: B in {1, 8, 64, 256} x context in {4096, 32768, 131072} x next_n {1, 2} x H {32, 64}, D = 128, every
 sequence at the full context, physical blocks shuffled. Times are GPU times per call from a CUDA graph of
@@ -125,8 +126,9 @@ def calc_diff(torch, x, y) -> float:
 
 
 def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str]:
-    """Wall time per call of back-to-back eager calls (B=8, context 4096, next_n 1, H 64): the public
-    function (DLPack import + validation + plan each call) and the prepared object (launch only)."""
+    """Wall time per call of back-to-back eager calls (B=8, context 4096, next_n 1, H 64): the public function
+    and the PagedIndexer (torch attributes read, cached description looked up, the current stream read,
+    launch), and the bound launch (prepare_paged_mqa_logits: the current stream read, launch)."""
     B, context = 8, 4096
     kv_cache, table = make_cache(torch, B, context, block_size)
     q, weights, lens_1d, _ = make_queries(torch, B, context, 1, 64)
@@ -135,7 +137,9 @@ def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str
     args = (q_u8, kv_cache, weights, lens_1d, table, context)
     prepared = rawindexer.prepare_paged_mqa_logits(*args, out=out)
     result = []
+    decode = rawindexer.PagedIndexer(64, HEAD_DIM)
     for name, fn in (("fp8_paged_mqa_logits", lambda: rawindexer.fp8_paged_mqa_logits(*args, out=out)),
+                     ("PagedIndexer(...)(...)", lambda: decode(*args, out=out)),
                      ("prepare_paged_mqa_logits(...)()", prepared)):
         for _ in range(50):
             fn()
@@ -212,12 +216,13 @@ def run(quick: bool, block_size: int, log: Path | None) -> int:
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rawindexer.bench_paged", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="B in {1, 64}, context < 131072, H = 64")
     parser.add_argument("--block-size", type=int, default=64, choices=(1, 16, 64))
     parser.add_argument("--log", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     t0 = time.time()
     rc = run(args.quick, args.block_size, args.log)
     print(f"# {time.time() - t0:.0f} s", file=sys.stderr)

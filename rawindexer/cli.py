@@ -66,8 +66,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise Unavailable("bench needs torch with CUDA and an NVIDIA GPU: pip install torch triton") from None
     from . import bench
 
-    bench.main(args.passthrough)
-    return EXIT_OK
+    return bench.main(args.passthrough) or EXIT_OK  # `bench --paged` returns the decode benchmark's status
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

@@ -162,11 +162,17 @@ def validate(q: Any, k: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_
         _fail("k_fp8", f"N={N} keys", f"at most {MAX_KEYS} (the kernel indexes keys with int32)")
     if M > INT32_MAX:
         _fail("q_fp8", f"M={M} rows", f"at most {INT32_MAX}")
-    devices = {name: t.device for name, t in [("q_fp8", q), ("k_fp8", k), ("kv_scale", kv_scale),
-                                              ("weights", weights), ("cu_seqlen_ks", cu_seqlen_ks),
-                                              ("cu_seqlen_ke", cu_seqlen_ke)] + ([("out", out)] if out else [])}
-    mixed = [name for name, dev in devices.items() if dev != q.device]
-    if mixed:
-        listed = ", ".join(f"{name} on {devices[name]}" for name in mixed)
-        _fail(", ".join(mixed), f"{listed} (mixed devices)", f"every array on q_fp8's device {q.device}")
+    check_same_device([("q_fp8", q), ("k_fp8", k), ("kv_scale", kv_scale), ("weights", weights),
+                       ("cu_seqlen_ks", cu_seqlen_ks), ("cu_seqlen_ke", cu_seqlen_ke)] + ([("out", out)] if out else []))
     return Dims(M, N, H, D, fmt)
+
+
+def check_same_device(named: list[tuple[str, Operand]]) -> None:
+    """Every operand on the first one's device (the device a call runs on), else one error naming every
+    argument that is not, with its device -- before anything is allocated or launched."""
+    first_name, first = named[0]
+    mixed = [(name, t.device) for name, t in named[1:] if t.device != first.device]
+    if mixed:
+        listed = ", ".join(f"{name} on {device}" for name, device in mixed)
+        _fail(", ".join(name for name, _ in mixed), f"{listed} (mixed devices)",
+              f"every array on {first_name}'s device {first.device}")

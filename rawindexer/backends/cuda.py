@@ -328,8 +328,8 @@ class CudaBackend(Backend):
         call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(raw.shim, ctypes.c_void_p).value)
         record_arg = ctypes.c_void_p(base)
         keep = (record, size, extra, raw.shim)  # what the record points at, alive as long as go
-        if tuple(pointer_offsets) == tuple(range(0, 8 * len(pointer_offsets), 8)):
-            # the manifest's layout: stream and the seven pointers are one run of 8-byte slots
+        if tuple(pointer_offsets) == tuple(range(0, 56, 8)):
+            # prefill's layout: stream and the seven pointers are one run of 8-byte slots
             pack = struct.Struct(f"<{1 + len(pointer_offsets)}Q").pack_into
 
             def go(stream: int, q: int, k: int, kv_scale: int, weights: int, ks: int, ke: int, out: int,
@@ -343,6 +343,21 @@ class CudaBackend(Backend):
                 if err:
                     fail(err, device_id)
             return go
+
+        if tuple(pointer_offsets) == tuple(range(0, 8 * len(pointer_offsets), 8)):
+            # another op's pointers first (decode: six): still one run with the stream slot
+            pack_run = struct.Struct(f"<{1 + len(pointer_offsets)}Q").pack_into
+
+            def go_run(stream: int, *pointers: int, _keep: Any = keep) -> None:
+                acquire()
+                try:
+                    pack_run(record, _STREAM_OFFSET, stream, *pointers)
+                    err = call(record_arg)
+                finally:
+                    release()
+                if err:
+                    fail(err, device_id)
+            return go_run
 
         write, offset = pointer_writer(pointer_offsets, header)
         pack_stream = struct.Struct("<Q").pack_into

@@ -86,7 +86,8 @@ class LaunchTemplate:
     """A plan for one (problem, tunables, pointer alignment) with its pointers left as holes.
 
     Planning (heuristic, checks, kernarg packing) runs once per shape; each call then only writes the
-    seven pointers into a copy of ``kernargs`` at ``pointer_offsets`` (:meth:`write_pointers`).
+    pointers (seven for prefill, six for decode) into a copy of ``kernargs`` at ``pointer_offsets``
+    (:meth:`write_pointers`).
     """
 
     __slots__ = ("symbol", "grid", "block", "shared_mem", "config", "kernargs", "pointer_offsets", "_writers")
@@ -95,8 +96,8 @@ class LaunchTemplate:
         self.symbol, self.grid, self.block = plan.symbol, plan.grid, plan.block
         self.shared_mem, self.config, self.kernargs = plan.shared_mem, plan.config, plan.kernargs
         self.pointer_offsets = pointer_offsets
-        # One struct per run of consecutive 8-byte slots: the manifest's layout puts all seven first, so the
-        # common case is one pack_into of 7 values.
+        # One struct per run of consecutive 8-byte slots: the manifests' layouts put all pointers first, so the
+        # common case is one pack_into.
         runs: list[list[int]] = []
         for i, off in enumerate(pointer_offsets):
             if runs and pointer_offsets[runs[-1][-1]] + 8 == off:
@@ -106,12 +107,12 @@ class LaunchTemplate:
         self._writers = tuple((struct.Struct(f"<{len(r)}Q"), pointer_offsets[r[0]], r[0], r[-1] + 1) for r in runs)
 
     def write_pointers(self, buffer, pointers: tuple[int, ...]) -> None:
-        """Write the seven device addresses (Pointers order) into ``buffer`` (a writable copy of ``kernargs``)."""
+        """Write the device addresses (the family's pointer_args order) into ``buffer`` (a writable copy of ``kernargs``)."""
         for packer, offset, lo, hi in self._writers:
             packer.pack_into(buffer, offset, *pointers[lo:hi])
 
     def pointer_writer(self) -> tuple:
-        """(write, offset) with ``write(buffer, offset, *pointers)`` writing the seven pointers: a bound
+        """(write, offset) with ``write(buffer, offset, *pointers)`` writing the pointers: a bound
         ``Struct.pack_into`` when they occupy one run of consecutive slots (the manifest's layout), else a
         general writer (``offset`` unused)."""
         if len(self._writers) == 1:
@@ -185,20 +186,32 @@ class KernelFamily(ABC):
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
         """Choose the variant and launch geometry, validate the tunables, pack the kernargs."""
 
+    #: the kernel's pointer arguments, in the order callers pass pointers (a template's holes)
+    pointer_args: tuple[str, ...] = POINTER_ARGS
+
     def prepare(self, problem: Problem, tunables: Tunables, alignment: tuple[int, ...],
                 compute_units: int) -> LaunchTemplate:
         """:meth:`plan` once for a shape, with placeholder pointers that carry the callers' low address bits
         (``alignment``: each pointer's ``& ALIGNMENT_BITS``, Pointers order), so alignment checks and
         alignment-dependent flags come out as they would for the real pointers. Callers cache the result
         keyed by (problem, tunables, alignment)."""
-        placeholders = Pointers(*(_PLACEHOLDER_BASE + (i << 12) + (a & ALIGNMENT_BITS)
-                                  for i, a in enumerate(alignment)))
-        plan = self.plan(problem, tunables, placeholders, compute_units)
+        plan = self.plan(problem, tunables, Pointers(*placeholder_pointers(alignment)), compute_units)
+        return self.template(plan)
+
+    def template(self, plan: LaunchPlan) -> LaunchTemplate:
+        """``plan`` with its pointer arguments (:attr:`pointer_args`) turned into holes, at the offsets the
+        manifest gives for the plan's kernel."""
         layout = {a["name"]: a for a in self.target["kernels"][plan.symbol]["args"]}
         offsets = []
-        for name in POINTER_ARGS:
+        for name in self.pointer_args:
             arg = layout.get(name)
             if arg is None or arg["size"] != 8:
                 raise KernelNotBuiltError(f"{plan.symbol}: the manifest has no 8-byte kernel argument {name!r}")
             offsets.append(arg["offset"])
         return LaunchTemplate(plan, tuple(offsets))
+
+
+def placeholder_pointers(alignment: tuple[int, ...]) -> tuple[int, ...]:
+    """Nonzero, distinct addresses with the low bits ``alignment`` (one per pointer): what a template is
+    planned with, so that alignment-dependent choices match the callers' real pointers."""
+    return tuple(_PLACEHOLDER_BASE + (i << 12) + (a & ALIGNMENT_BITS) for i, a in enumerate(alignment))

@@ -8,6 +8,9 @@ from __future__ import annotations
 from .paged_gfx950 import PagedGfx950Family
 
 LDS_PER_CU = 64 * 1024  # gfx942
+#: Per-logit gate of each design (paged_grading.design_eps): gfx950's kernel source, fp32 head reduce; ""
+#: reads e4m3fnuz, "fn" e4m3fn -- both exact conversions
+LOGIT_EPS = {"": 1e-5, "fn": 1e-5}
 
 
 class PagedGfx942Family(PagedGfx950Family):

@@ -7,11 +7,12 @@ be captured in a graph.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from .. import paged_kernels as pk
-from ..kernel_files import kernel_dir, manifest_mtime
-from .base import BUILD_DIR, KernelNotBuiltError, LaunchPlan, _load_manifest, pack_kernargs
+from ..kernel_files import manifest_mtime
+from ..validation import ValidationError
+from .base import (KernelFamily, KernelNotBuiltError, LaunchPlan, LaunchTemplate, _load_manifest, pack_kernargs,
+                   placeholder_pointers)
 
 WAVE = 64
 TILE_N = 32
@@ -49,6 +50,24 @@ class PagedPointers:
     out: int
 
 
+#: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md): the
+#: head reduce in fp32 on the VALU, fp32 products -- the default designs' 1e-5
+LOGIT_EPS = {"": 1e-5}
+#: the decode kernels' pointer arguments, in :class:`PagedPointers` order
+PAGED_POINTER_ARGS = ("q", "kv_cache", "weights", "context_lens", "block_table", "out")
+#: both kernels read q and the cache with 16-byte loads
+OPERAND_ALIGNMENT = 16
+
+
+@dataclass(frozen=True)
+class PagedTunables:
+    """Caller overrides of the decode launch; 0 / None = the host heuristic / the target's default design."""
+
+    split_n: int = 0
+    num_warps: int = 0
+    variant: str | None = None
+
+
 def best_split(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
     """split_n for ``batch`` sequences of ``tiles`` tiles on a device with ``slots`` resident workgroups.
 
@@ -69,13 +88,14 @@ def best_split(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
     return best
 
 
-class PagedGfx950Family:
+class PagedGfx950Family(KernelFamily):
+    """The decode kernels' section of the manifest (``ops.fp8_paged_mqa_logits.gfx950``); found and loaded as
+    prefill's kernels are (:mod:`rawindexer.kernel_files`, :meth:`KernelFamily.code_object`)."""
+
     arch = "gfx950"
+    pointer_args = PAGED_POINTER_ARGS
     #: LDS one workgroup may allocate and one CU holds (gfx950: 160 KB)
     lds_per_cu = LDS_PER_CU
-
-    def __init__(self, build_dir: Path | None = BUILD_DIR) -> None:
-        self.build_dir = build_dir
 
     @property
     def target(self) -> dict:
@@ -84,9 +104,6 @@ class PagedGfx950Family:
         if target is None:
             raise KernelNotBuiltError(f"{path} has no {pk.OP} {self.arch} kernels: run `make`")
         return target
-
-    def code_object(self) -> bytes:
-        return (kernel_dir(self.build_dir) / self.target["code_object"]).read_bytes()
 
     def variant(self, variant: str | None, fp8_format: str = "e4m3fn") -> str:
         """The design to run: ``variant`` if given (one of the target's), else the one reading ``fp8_format``
@@ -159,3 +176,17 @@ class PagedGfx950Family:
                           block=(WAVE * cfg["num_warps"], 1, 1),
                           kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
                           shared_mem=cfg["lds"], config=cfg)
+
+    def prepare(self, p: PagedProblem, tunables: PagedTunables, alignment: tuple[int, ...], compute_units: int,
+                pointers: tuple[int, ...] | None = None) -> LaunchTemplate:
+        """:meth:`plan` once for a call description with its pointers left as holes (see
+        :meth:`KernelFamily.prepare`); ``alignment`` is each pointer's low bits (PagedPointers order), and a q
+        or kv_cache that is not 16-byte aligned is refused here (``pointers``, if given, name the address)."""
+        for i, name in ((0, "q"), (1, "kv_cache")):
+            if alignment[i] % OPERAND_ALIGNMENT:
+                got = f"data address 0x{pointers[i]:x}" if pointers is not None else \
+                    f"an address ending in 0x{alignment[i]:02x}"
+                raise ValidationError(f"{name}: expected a {OPERAND_ALIGNMENT}-byte aligned address, got {got}")
+        plan = self.plan(p, PagedPointers(*placeholder_pointers(alignment)), compute_units, split_n=tunables.split_n,
+                         num_warps=tunables.num_warps, variant=tunables.variant)
+        return self.template(plan)

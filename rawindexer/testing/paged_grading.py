@@ -2,8 +2,10 @@
 
 * mask: with clean logits every column at or past a row's length is exactly -inf; without, it still
   holds the NaN poison (never written); every column inside is finite;
-* per logit: |out - ref| <= EPS * T, T = scale[t] * sum_h |relu(<q, k>) * w| (the reference's bound):
-  the kernel must do the head reduce in fp32 (a bf16 step fails this at once).
+* per logit: prefill's gate, :func:`rawindexer.grading.logit_gate` (one gate for both ops), with each row's
+  window [0, length): |out - ref| <= eps * T, T = scale[t] * sum_h |relu(<q, k>) * w| (the reference's bound).
+  eps per design: :func:`design_eps` (the fp32-class 1e-5 of the default designs; Hopper's fp8 wgmma design
+  is held to prefill's fp8-wgmma eps, docs/NUMERICS.md).
 """
 from __future__ import annotations
 
@@ -11,7 +13,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-EPS = 1e-5
+from .grading import LOGIT_EPS as EPS  # noqa: F401  (the default designs' gate; tests import it from here)
+from .grading import logit_gate
+
+def design_eps(arch: str, variant: str | None = None) -> float:
+    """The per-logit gate of a decode design (None = the target's default design): the family module's
+    LOGIT_EPS, as prefill's designs keep theirs (rawindexer.dispatch.gfx950 / sm90)."""
+    from ..dispatch import paged_gfx942, paged_gfx950, paged_sm90
+    from ..paged_kernels import TARGETS
+
+    table = {"gfx950": paged_gfx950.LOGIT_EPS, "gfx942": paged_gfx942.LOGIT_EPS, "sm_90a": paged_sm90.LOGIT_EPS}[arch]
+    return table[TARGETS[arch].default_variant if variant is None else variant]
 
 
 @dataclass(frozen=True)
@@ -20,7 +32,7 @@ class PagedGrade:
     unwritten: int    # NaN or inf inside a row's length
     overwritten: int  # clean: not -inf past the length; not clean: written past the length
     worst: float      # max |out - ref| / T over the inside (0 where T = 0 and out = ref)
-    failing: int      # logits with |out - ref| > EPS * T
+    failing: int      # logits with |out - ref| > eps * T
     message: str
 
     @property
@@ -31,26 +43,18 @@ class PagedGrade:
 def grade_paged(out: np.ndarray, ref: np.ndarray, bound: np.ndarray, lengths: np.ndarray, clean_logits: bool,
                 eps: float = EPS) -> PagedGrade:
     """out, ref, bound: [rows, max_context_len]; lengths: [rows] valid length of each row."""
-    out = np.asarray(out, np.float64)
-    inside = np.arange(out.shape[1])[None, :] < np.asarray(lengths)[:, None]
+    out = np.asarray(out)
+    lengths = np.asarray(lengths)
+    inside = np.arange(out.shape[1])[None, :] < lengths[:, None]
     unwritten = int((~np.isfinite(out[inside])).sum())
     outside = out[~inside]
     overwritten = int((~np.isneginf(outside)).sum()) if clean_logits else int((~np.isnan(outside)).sum())
-    err = np.abs(out[inside] - ref[inside])
-    t = bound[inside]
-    bad = ~(err <= eps * t)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(t > 0, err / t, np.where(err == 0, 0.0, np.inf))
-    worst = float(np.nanmax(rel)) if rel.size else 0.0
+    gate = logit_gate(out, ref, bound, np.zeros(len(lengths), np.int64), lengths.astype(np.int64), eps)
     mask_ok = unwritten == 0 and overwritten == 0
     msg = (f"mask {'ok' if mask_ok else 'MISMATCH'}, unwritten {unwritten}, wrong outside {overwritten}, "
-           f"worst |err|/T {worst:.2e} (gate {eps:.0e}), failing {int(bad.sum())}")
-    wrong = np.argwhere(inside & ~(np.abs(out - np.where(inside, ref, 0)) <= eps * bound))
-    if not clean_logits:
-        wrong = np.concatenate([wrong, np.argwhere(~inside & ~np.isnan(out))])
-    else:
-        wrong = np.concatenate([wrong, np.argwhere(~inside & ~np.isneginf(out))])
-    if len(wrong):  # where to look first when debugging a kernel
-        r, c = (int(x) for x in wrong[0])
-        msg += f"; first wrong [{r}, {c}]: got {float(out[r, c])!r}, ref {float(ref[r, c])!r}, row length {int(lengths[r])}"
-    return PagedGrade(mask_ok, unwritten, overwritten, worst, int(bad.sum()), msg)
+           f"{gate.message}")
+    stray = np.argwhere(~inside & (~np.isneginf(out) if clean_logits else ~np.isnan(out)))
+    if len(stray):  # where to look first when debugging a kernel's mask
+        r, c = (int(x) for x in stray[0])
+        msg += f"; first written outside [{r}, {c}]: got {float(out[r, c])!r}, row length {int(lengths[r])}"
+    return PagedGrade(mask_ok, unwritten, overwritten, gate.worst, gate.failing, msg)

@@ -288,3 +288,15 @@ def test_host_sizes_match_the_kernel_sources():
     gfx = constants(pk.TARGETS["gfx950"].source)
     assert pk.dynamic_lds_bytes(32, 128, 1) == 32 * (128 + gfx["Q_PAD"]) + 32 * 4
     assert gfx["MAX_NEXT_N"] == sm90["MAX_NEXT_N"] == pk.MAX_NEXT_N
+
+
+def test_every_decode_design_has_a_gate():
+    """Every built decode design has a per-logit gate (its family module's LOGIT_EPS), and the default designs are
+    held to prefill's fp32-class eps (one gate: rawindexer.testing.grading.logit_gate)."""
+    from rawindexer import paged_kernels as pk
+    from rawindexer.testing.grading import LOGIT_EPS as PREFILL_EPS
+    from rawindexer.testing.paged_grading import design_eps
+
+    for arch, target in pk.TARGETS.items():
+        assert all(0 < design_eps(arch, v) <= 2e-4 for v in target.variants)
+        assert design_eps(arch) == PREFILL_EPS

@@ -320,7 +320,9 @@ def torch_on_cuda2(cuda2, monkeypatch):
 
     monkeypatch.setitem(backends.BACKEND_FOR_DEVICE_TYPE, 1, "cuda")  # CPU tensors take the CUDA route
     streams = {"now": stream_of(0, 1)}
-    monkeypatch.setattr(api, "_torch_raw_stream", lambda device_id: streams["now"])
+    from rawindexer import launch_path
+
+    monkeypatch.setattr(launch_path, "_torch_raw_stream", lambda device_id: streams["now"])
     return torch, streams
 
 
