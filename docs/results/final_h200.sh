@@ -26,4 +26,5 @@ step sweep 140 python3 tests/gpu/test_cuda_gpu.py --quick --mma
 step paged 130 python3 tests/gpu/test_paged_gpu.py
 step bench 150 python3 -m rawindexer.bench --reps 10 --out "$OUT/bench"
 TAIL=20 step paged_bench 80 python3 -m rawindexer.bench --paged --quick
+tar -C "$OUT" -cf "$OUT/bench.tar" bench 2>/dev/null && rm -rf "$OUT/bench"  # the device returns at most 8 files
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
