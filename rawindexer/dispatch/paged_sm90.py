@@ -14,8 +14,8 @@ SHARED_PER_SM = 227 * 1024  # H100 / H200: usable shared memory per SM
 REGISTERS_PER_SM = 65536
 #: Per-logit gate of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md): "f16" converts the fp8 keys
 #: exactly and accumulates f16 products in fp32 (prefill's "mma" class, 1e-5); "fp8" runs the e4m3 wgmma, whose
-#: accumulator is shorter than fp32 (prefill's "wg" class, 2e-4)
-LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-4}
+#: accumulator is shorter than fp32 (prefill's "wg" class, 2e-3)
+LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-3}
 #: a split gets at least this many 64-token tiles (the ring's prologue and the Q staging amortised)
 MIN_TILES_PER_SPLIT = 4
 #: resident blocks per SM we aim for before splitting further (limited by shared memory)

@@ -5,7 +5,7 @@ context-length forms x clean_logits, each over the ragged lengths 0, 1, bs-1, bs
 shuffled + shared physical blocks, poisoned unused table entries and NaN-poisoned padded output rows;
 graded against the float64 numpy reference: exact mask, calc_diff < 1e-3, and prefill's per-logit gate
 (rawindexer.testing.grading.logit_gate) |out - ref| <= eps * T with each design's eps (rawindexer.testing.paged_grading.design_eps):
-1e-5 for the default design ("f16": the score wgmma on exactly converted values), 2e-4 for "fp8" (e4m3 wgmma,
+1e-5 for the default design ("f16": the score wgmma on exactly converted values), 2e-3 for "fp8" (e4m3 wgmma,
 Hopper's shorter fp8 accumulation, as prefill's fp8 wgmma designs in docs/NUMERICS.md); the worst |err| / T is
 printed.
 Also: forced context splits; CUDA-graph capture of the three entry points (function with out=, PagedIndexer

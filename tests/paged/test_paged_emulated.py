@@ -298,5 +298,5 @@ def test_every_decode_design_has_a_gate():
     from rawindexer.testing.paged_grading import design_eps
 
     for arch, target in pk.TARGETS.items():
-        assert all(0 < design_eps(arch, v) <= 2e-4 for v in target.variants)
+        assert all(0 < design_eps(arch, v) <= 2e-3 for v in target.variants)
         assert design_eps(arch) == PREFILL_EPS
