@@ -135,27 +135,36 @@ def waves_per_simd(vgprs: int, agprs: int, accum_offset: int) -> int:
     return min(8, 512 // total)
 
 
-def manifest_entry(variant: Variant, kernel) -> dict:
-    meta = kernel.metadata
-    args = kernel.args
-    if len(args) != len(KERNEL_ARGS) or any(a[".size"] != size for a, (_, size) in zip(args, KERNEL_ARGS)):
-        raise RuntimeError(f"{variant.symbol}: kernarg layout in the code object does not match KERNEL_ARGS")
+def gfx_kernel_entry(symbol: str, kernel, kernel_args: list[tuple[str, int]], params: dict,
+                     wavefront_size: bool = True) -> dict:
+    """A gfx kernel's manifest entry: ``params``, then the kernarg layout (checked against the names and sizes
+    the host packs) and the resources, all read from the code object's own metadata."""
+    meta, args = kernel.metadata, kernel.args
+    if len(args) != len(kernel_args) or any(a[".size"] != size for a, (_, size) in zip(args, kernel_args)):
+        raise RuntimeError(f"{symbol}: kernarg layout in the code object does not match the host's argument list")
     vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
-    return {
-        "params": {"heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m,
-                   "unroll": variant.unroll, "path": variant.design, "fp8_format": variant.fp8_format},
-        "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(KERNEL_ARGS, args)],
+    entry = {
+        "params": params,
+        "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(kernel_args, args)],
         "kernarg_size": meta[".kernarg_segment_size"],
         "kernarg_align": meta[".kernarg_segment_align"],
         "max_flat_workgroup_size": meta[".max_flat_workgroup_size"],
-        "wavefront_size": meta[".wavefront_size"],
-        "resources": {
-            "vgpr": vgpr, "agpr": agpr, "sgpr": meta[".sgpr_count"],
-            "vgpr_spill": meta.get(".vgpr_spill_count", 0), "sgpr_spill": meta.get(".sgpr_spill_count", 0),
-            "lds": meta[".group_segment_fixed_size"], "scratch": meta[".private_segment_fixed_size"],
-            "waves_per_simd": waves_per_simd(vgpr, agpr, kernel.descriptor.accum_offset),
-        },
     }
+    if wavefront_size:
+        entry["wavefront_size"] = meta[".wavefront_size"]
+    entry["resources"] = {
+        "vgpr": vgpr, "agpr": agpr, "sgpr": meta[".sgpr_count"],
+        "vgpr_spill": meta.get(".vgpr_spill_count", 0), "sgpr_spill": meta.get(".sgpr_spill_count", 0),
+        "lds": meta[".group_segment_fixed_size"], "scratch": meta[".private_segment_fixed_size"],
+        "waves_per_simd": waves_per_simd(vgpr, agpr, kernel.descriptor.accum_offset),
+    }
+    return entry
+
+
+def manifest_entry(variant: Variant, kernel) -> dict:
+    return gfx_kernel_entry(variant.symbol, kernel, KERNEL_ARGS, {
+        "heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m, "unroll": variant.unroll,
+        "path": variant.design, "fp8_format": variant.fp8_format})
 
 
 def build(out_dir: Path, variants: list[Variant] | None = None, kernel_dir: Path | None = None,
@@ -476,26 +485,10 @@ def build_paged_gfx950(out_dir: Path, kernel_dir: Path, arch: str = ARCH) -> Pat
     kernels = {}
     for inst, variant in ((i, v) for v in spec.variants for i in spec.instances):
         symbol = spec.symbol(inst, variant)
-        kernel = co.kernels[symbol]
-        meta, args = kernel.metadata, kernel.args
-        if len(args) != len(pk.KERNEL_ARGS) or any(a[".size"] != n for a, (_, n) in zip(args, pk.KERNEL_ARGS)):
-            raise RuntimeError(f"{symbol}: kernarg layout in the code object does not match paged_kernels.KERNEL_ARGS")
-        vgpr, agpr = meta[".vgpr_count"], meta.get(".agpr_count", 0)
-        kernels[symbol] = {
-            "params": {**inst.params, "variant": variant,
-                       "fp8_format": next((f for f, v in (spec.format_variants or {"e4m3fn": variant}).items()
-                                           if v == variant), "e4m3fn")},
-            "args": [{"name": name, "offset": a[".offset"], "size": a[".size"]} for (name, _), a in zip(pk.KERNEL_ARGS, args)],
-            "kernarg_size": meta[".kernarg_segment_size"],
-            "kernarg_align": meta[".kernarg_segment_align"],
-            "max_flat_workgroup_size": meta[".max_flat_workgroup_size"],
-            "resources": {
-                "vgpr": vgpr, "agpr": agpr, "sgpr": meta[".sgpr_count"],
-                "vgpr_spill": meta.get(".vgpr_spill_count", 0), "sgpr_spill": meta.get(".sgpr_spill_count", 0),
-                "lds": meta[".group_segment_fixed_size"], "scratch": meta[".private_segment_fixed_size"],
-                "waves_per_simd": waves_per_simd(vgpr, agpr, kernel.descriptor.accum_offset),
-            },
-        }
+        kernels[symbol] = gfx_kernel_entry(symbol, co.kernels[symbol], pk.KERNEL_ARGS, {
+            **inst.params, "variant": variant,
+            "fp8_format": next((f for f, v in (spec.format_variants or {"e4m3fn": variant}).items() if v == variant),
+                               "e4m3fn")}, wavefront_size=False)
     target = {"code_object": hsaco.name, "assembly": asm.name, "design": spec.design,
               "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN, "flags": hip_flags(arch),
               "kernels": kernels}
