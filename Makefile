@@ -29,7 +29,7 @@ install-test: install
 	@$(PYTHON) -c "import torch, jax, triton, hip" 2>/dev/null || $(PYTHON) -m pip install -q -e ".[test,interop]"
 
 # gfx950: hipcc where ROCm is installed, else clang from the pinned ziglang package.
-$(HSACO): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/registry.py rawindexer/codeobject.py | install
+$(HSACO): kernels/fp8_mqa_logits.hip $(wildcard kernels/gfx/*.h) kernels/target.h build.py rawindexer/registry.py rawindexer/codeobject.py | install
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS)
 
 # sm_90a: nvcc on PATH, else the pinned NVIDIA PyPI toolkit (RAWINDEXER_FORCE_PYPI_NVCC=1 forces it).
@@ -46,7 +46,7 @@ $(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu rawindexer/paged_kernels.py
 
 # gfx942 (MI300X / MI325X): the same sources through kernels/target.h, after the others (order-only: all
 # merge into manifest.json).
-$(HSACO942): kernels/fp8_mqa_logits.hip kernels/target.h build.py rawindexer/codeobject.py | $(PAGED_CUBIN)
+$(HSACO942): kernels/fp8_mqa_logits.hip $(wildcard kernels/gfx/*.h) kernels/target.h build.py rawindexer/codeobject.py | $(PAGED_CUBIN)
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --target gfx942
 
 $(PAGED_HSACO942): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(HSACO942)

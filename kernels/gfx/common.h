@@ -1,0 +1,44 @@
+// Shared by the gfx prefill designs (kernels/fp8_mqa_logits.hip, gfx950 and gfx942): vector types, the
+// address-space and inlining macros, the per-target operations of kernels/target.h, the kernel flags, the
+// MFMA tile constants and the per-row window record. Written against clang builtins only (no HIP headers).
+#pragma once
+
+
+typedef int v8i __attribute__((ext_vector_type(8)));
+typedef unsigned int v4u __attribute__((ext_vector_type(4)));
+typedef float v16f __attribute__((ext_vector_type(16)));
+typedef unsigned int v2u __attribute__((ext_vector_type(2)));
+
+#define GLOBAL __attribute__((address_space(1)))
+#define DEVICE static __attribute__((device)) __attribute__((always_inline)) inline
+#define TARGET_DEVICE DEVICE
+#include "../target.h"  // what differs between gfx950 and gfx942 (MFMA shapes, the half-wave swap, fp8 format)
+
+typedef unsigned char u8;
+typedef long long i64;
+
+enum : int {
+  FLAG_CLEAN_LOGITS = 1,  // write -inf outside each row's window (the fused -inf fill)
+  FLAG_REVERSE_ROWS = 2,  // dispatch high-m row blocks first
+};
+
+constexpr int TILE_N = 32;   // tokens per MFMA tile (the B operand's 32 columns)
+constexpr int TILE_H = 32;   // heads per MFMA tile (the A operand's 32 rows)
+constexpr int TILE_K = 64;   // contraction depth of one 32x32x64 fp8 MFMA
+constexpr int WAVE = 64;
+
+DEVICE int lane_id() { return __builtin_amdgcn_workitem_id_x() & (WAVE - 1); }
+
+struct RowWindow {
+  int start, end;  // clamped to [0, N); start == end for an empty window
+  bool valid;      // m < M
+};
+
+typedef float v4f __attribute__((ext_vector_type(4)));
+typedef float v2f __attribute__((ext_vector_type(2)));
+typedef __bf16 v2bf __attribute__((ext_vector_type(2)));
+typedef __bf16 v8bf __attribute__((ext_vector_type(8)));
+typedef short v2s __attribute__((ext_vector_type(2)));
+typedef short v8s __attribute__((ext_vector_type(8)));
+typedef int v4i __attribute__((ext_vector_type(4)));
+typedef long v1l;
