@@ -1,6 +1,7 @@
 // Shared by the gfx prefill designs (kernels/fp8_mqa_logits.hip, gfx950 and gfx942): vector types, the
 // address-space and inlining macros, the per-target operations of kernels/target.h, the kernel flags, the
-// MFMA tile constants and the per-row window record. Written against clang builtins only (no HIP headers).
+// MFMA tile constants, the per-row window record, and the parts every design shares: the split of a block's
+// tile range and the fused -inf fill. Written against clang builtins only (no HIP headers).
 #pragma once
 
 
@@ -42,3 +43,32 @@ typedef short v2s __attribute__((ext_vector_type(2)));
 typedef short v8s __attribute__((ext_vector_type(8)));
 typedef int v4i __attribute__((ext_vector_type(4)));
 typedef long v1l;
+
+// DESIGN: SplitN splits each block's KV tile range so a small row grid still fills the device.
+// [begin, end) of the ceil(span / tile) tiles of a block's union for split `split` of `split_n`.
+DEVICE void split_tile_range(int span, int tile, int split, int split_n, int& tile_begin, int& tile_end) {
+  const int tiles = (span + tile - 1) / tile;
+  tile_begin = (int)((i64)tiles * split / split_n);
+  tile_end = (int)((i64)tiles * (split + 1) / split_n);
+}
+
+// DESIGN: fused -inf fill. With clean logits the kernel itself writes -inf outside the block's tile
+// range, [0, union_lo) and [union_hi, N), spread over every (split, warp) of the row block, so no
+// separate O(M*N) pre-fill pass is needed.
+template <int BLOCK_M>
+DEVICE void fill_outside_union(float GLOBAL* __restrict__ out, i64 out_row_stride, int m0,
+                               const RowWindow (&win)[BLOCK_M], int union_lo, int union_hi, int N, int split,
+                               int split_n, int warp, int num_warps, int lane) {
+  const int worker = split * num_warps + warp;
+  const int workers = split_n * num_warps;
+  const int fill = union_lo + (N - union_hi);
+#pragma unroll
+  for (int r = 0; r < BLOCK_M; ++r) {
+    if (!win[r].valid) continue;
+    float GLOBAL* dst_row = out + (i64)(m0 + r) * out_row_stride;
+    for (int idx = worker * WAVE + lane; idx < fill; idx += workers * WAVE) {
+      const int c = idx < union_lo ? idx : union_hi + (idx - union_lo);
+      dst_row[c] = -__builtin_inff();
+    }
+  }
+}

@@ -275,11 +275,9 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
     if (my_row == r) my = win[r];
   const unsigned my_len = (unsigned)(my.end - my.start);
 
-  // DESIGN: SplitN splits each block's KV tile range so a small row grid still fills the device.
   // DESIGN: warps split the tile range, not the rows: each warp is an independent K stream.
-  const int tiles = (union_hi - union_lo + TILE - 1) / TILE;
-  const int tile_begin = (int)((i64)tiles * split / split_n);
-  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  int tile_begin, tile_end;
+  split_tile_range(union_hi - union_lo, TILE, split, split_n, tile_begin, tile_end);
 
   // DESIGN: BLOCK_M query rows share one K stream. Q (A of the score MFMAs) and the weights (block-diagonal
   // bf16 A of the reduce MFMAs; mrf: this lane's fp32 weights) stay in registers for the whole block.
@@ -495,21 +493,8 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
     if (t + step < tile_end) compute_tile(nxt, t + step, first, cur);
   }
 
-  // DESIGN: fused -inf fill. With clean logits the kernel itself writes -inf outside the block's tile
-  // range, [0, union_lo) and [union_hi, N), spread over every (split, warp) of the row block, so no
-  // separate O(M*N) pre-fill pass is needed. (The seed body does the same.)
-  if (clean) {
-    const int worker = split * num_warps + warp;
-    const int workers = split_n * num_warps;
-    const int fill = union_lo + (N - union_hi);
-#pragma unroll
-    for (int r = 0; r < BLOCK_M; ++r) {
-      if (!win[r].valid) continue;
-      float GLOBAL* dst_row = out + (i64)(m0 + r) * out_row_stride;
-      for (int idx = worker * WAVE + lane; idx < fill; idx += workers * WAVE) {
-        const int c = idx < union_lo ? idx : union_hi + (idx - union_lo);
-        dst_row[c] = -__builtin_inff();
-      }
-    }
-  }
+  // Fused -inf fill (DESIGN: marker in common.h, where it is written once).
+  if (clean)
+    fill_outside_union<BLOCK_M>(out, out_row_stride, m0, win, union_lo, union_hi, N, split, split_n, warp, num_warps,
+                                lane);
 }

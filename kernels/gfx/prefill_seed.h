@@ -37,8 +37,8 @@ DEVICE v16f mfma_tile(const v8i (&q)[KSTEPS], const v8i (&k)[KSTEPS]) {
   return c;
 }
 
-// The kv-scale hoist (marked in prefill_mfma_reduce.h). ReLU is positive-homogeneous and kv_scale >= 0, so the scale is left out of
-// this per-head sum and applied once per column after the head reduce.
+// The kv-scale hoist (marked in prefill_mfma_reduce.h). ReLU is positive-homogeneous and kv_scale >= 0,
+// so the scale is left out of this per-head sum and applied once per column after the head reduce.
 // -fno-honor-nans for the module (build.py; marked at relu_fma_unit): relu() is fmaxf, one v_max_f32.
 // The weight FMA is packed (v_pk_fma_f32: two heads per instruction, one partial sum per register of the
 // pair); ReLU has no packed fp32 form on gfx950, so it stays one v_max_f32 per value. 1.5 VALU per
@@ -54,10 +54,10 @@ DEVICE v2f_ relu_weighted_sum(v16f c, const v2f_ (&w)[8], v2f_ acc) {
   return acc;
 }
 
-// Paired-row v_permlane32_swap_b32 head reduce (marked at transpose_row_sums, which extends it). Lanes l and l+32 hold the partial sums of the
-// two 16-head halves for the same token. Swapping a's upper half with b's lower half and adding leaves
-// row a's reduction in lanes 0-31 and row b's in lanes 32-63: one swap, one add, and the store that
-// follows uses all 64 lanes.
+// Paired-row v_permlane32_swap_b32 head reduce (marked at transpose_row_sums, which extends it).
+// Lanes l and l+32 hold the partial sums of the two 16-head halves for the same token. Swapping a's upper
+// half with b's lower half and adding leaves row a's reduction in lanes 0-31 and row b's in lanes 32-63:
+// one swap, one add, and the store that follows uses all 64 lanes.
 DEVICE float paired_head_reduce(float part_a, float part_b) {
   v2u swapped = target::permlane32_swap(__builtin_bit_cast(unsigned, part_a), __builtin_bit_cast(unsigned, part_b));
   unsigned x = swapped.x;  // copied to scalars first: clang 22 mis-reads .y through bit_cast
@@ -86,9 +86,9 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
   const int i = lane & 31;  // head row of A / token column of B and of the result
   const int g = lane >> 5;  // which 32-byte half of each 64-deep step this lane carries
 
-  // Grid (ceil(M / BLOCK_M), SplitN), as the mfma-reduce body (marked there); row groups dispatched high-m first when requested,
-  // because under causal masking a row group's work grows with m and the longest blocks should not
-  // become the tail.
+  // Grid (ceil(M / BLOCK_M), SplitN), as the mfma-reduce body (marked there); row groups dispatched
+  // high-m first when requested, because under causal masking a row group's work grows with m and the
+  // longest blocks should not become the tail.
   const int row_blocks = (M + BLOCK_M - 1) / BLOCK_M;
   const int bx = __builtin_amdgcn_workgroup_id_x();
   const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - bx : bx;
@@ -117,14 +117,13 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
   }
   if (union_hi <= union_lo) union_lo = union_hi = 0;
 
-  // SplitN splits each block's KV tile range; warps split the tile range, not the rows (marked in the
-  // mfma-reduce body).
-  const int tiles = (union_hi - union_lo + TILE_N - 1) / TILE_N;
-  const int tile_begin = (int)((i64)tiles * split / split_n);
-  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  // SplitN splits each block's KV tile range (common.h); warps split the tile range, not the rows
+  // (marked in the mfma-reduce body).
+  int tile_begin, tile_end;
+  split_tile_range(union_hi - union_lo, TILE_N, split, split_n, tile_begin, tile_end);
 
-  // BLOCK_M query rows share one K stream (marked in the mfma-reduce body). Their Q tiles and the weights each lane needs for
-  // its accumulator rows stay in registers for the whole block.
+  // BLOCK_M query rows share one K stream (marked in the mfma-reduce body). Their Q tiles and the
+  // weights each lane needs for its accumulator rows stay in registers for the whole block.
   v8i q_tile[BLOCK_M][HEAD_TILES][KSTEPS];
   v2f_ w_tile[BLOCK_M][HEAD_TILES][8];
 #pragma unroll
@@ -197,21 +196,8 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
     }
   }
 
-  // Fused -inf fill (marked in the mfma-reduce body). With clean logits the kernel itself writes -inf outside the block's tile
-  // range, [0, union_lo) and [union_hi, N), spread over every (split, warp) of the row block, so no
-  // separate O(M*N) pre-fill pass is needed.
-  if (clean) {
-    const int worker = split * num_warps + warp;
-    const int workers = split_n * num_warps;
-    const int fill = union_lo + (N - union_hi);
-#pragma unroll
-    for (int r = 0; r < BLOCK_M; ++r) {
-      if (!win[r].valid) continue;
-      float GLOBAL* dst_row = out + (i64)(m0 + r) * out_row_stride;
-      for (int idx = worker * WAVE + lane; idx < fill; idx += workers * WAVE) {
-        const int c = idx < union_lo ? idx : union_hi + (idx - union_lo);
-        dst_row[c] = -__builtin_inff();
-      }
-    }
-  }
+  // Fused -inf fill (common.h).
+  if (clean)
+    fill_outside_union<BLOCK_M>(out, out_row_stride, m0, win, union_lo, union_hi, N, split, split_n, warp, num_warps,
+                                lane);
 }
