@@ -22,11 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _has_sm90() -> bool:
-    manifest = ROOT / "build" / "manifest.json"
+    from rawindexer.kernel_files import kernel_dir
+
+    manifest = kernel_dir() / "manifest.json"
     return manifest.exists() and "sm_90a" in json.loads(manifest.read_text()).get("targets", {})
 
 
-needs_sm90 = pytest.mark.skipif(not _has_sm90(), reason="build/ has no sm_90a target (make builds it where nvcc is)")
+# `make` builds the sm_90a target on every machine (PyPI nvcc where none is installed), so this skips only
+# for a kernel directory that was built without it.
+needs_sm90 = pytest.mark.skipif(not _has_sm90(), reason="the kernel directory has no sm_90a target (run make)")
 
 
 def host_inputs(rng, M=6, N=70, H=32, D=128):
