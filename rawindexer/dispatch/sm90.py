@@ -165,7 +165,12 @@ class Sm90Family(KernelFamily):
         stages = 4 if self.impl.endswith("4") else SS_STAGES
         shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.impl] * p.head_dim if self.impl in SS_IMPLS else 0
 
-        symbol = variants[block_m]
+        return self._launch_plan(variants[block_m], p, pointers, block_m, row_blocks, split_n, num_warps, flags,
+                                 reverse, shared_mem)
+
+    def _launch_plan(self, symbol: str, p: Problem, pointers: Pointers, block_m: int, row_blocks: int, split_n: int,
+                     num_warps: int, flags: int, reverse: bool, shared_mem: int) -> LaunchPlan:
+        """The plan of one resolved launch: grid (row blocks, split_n), 32 * num_warps threads, packed kernargs."""
         entry = self.target["kernels"][symbol]
         values = {
             "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
@@ -208,20 +213,6 @@ class Sm90Family(KernelFamily):
         flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
         if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
             flags |= FLAG_VEC4_FILL
-        entry = self.target["kernels"][symbol]
-        values = {
-            "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
-            "cu_seqlen_ks": pointers.cu_seqlen_ks, "cu_seqlen_ke": pointers.cu_seqlen_ke, "out": pointers.out,
-            "out_row_stride": p.out_row_stride, "M": p.M, "N": p.N, "split_n": split_n,
-            "num_warps": warps, "flags": flags,
-        }
-        return LaunchPlan(
-            symbol=symbol,
-            grid=(row_blocks, split_n, 1),
-            block=(32 * warps, 1, 1),
-            kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
-            shared_mem=consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.impl] * p.head_dim
-            + consumers * nq * 4,
-            config={"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": warps,
-                    "reverse_rows": reverse, "unroll2": False},
-        )
+        shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.impl] * p.head_dim
+                      + consumers * nq * 4)
+        return self._launch_plan(symbol, p, pointers, block_m, row_blocks, split_n, warps, flags, reverse, shared_mem)
