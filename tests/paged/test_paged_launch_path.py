@@ -17,7 +17,7 @@ from rawindexer.testing.paged_grading import grade_paged
 from rawindexer.testing.paged_reference import fp8_paged_mqa_logits_ref
 from rawindexer.validation import ValidationError
 
-from runtime.fake_cuda import CTX_BASE, install, stream_of, use_raw_route  # tests/runtime/fake_cuda.py
+from runtime.fake_cuda import CTX_BASE, stream_of, two_gpu_node  # tests/runtime/fake_cuda.py
 
 NAMES = ("q", "kv_cache", "weights", "context_lens", "block_table")
 
@@ -40,14 +40,7 @@ needs_sm90 = pytest.mark.skipif(not _has_paged_sm90(), reason="the kernels have 
 def cuda2(monkeypatch, request):
     """A fake two-GPU node behind the cuda backend, on each per-call route (cuda-bindings, plain ctypes, the C
     launcher); the 'framework's current stream' of each device and thread is stream_of(device, thread slot)."""
-    drv = install(monkeypatch, count=2)
-    use_raw_route(monkeypatch, drv, request.param)
-    from rawindexer import backends
-
-    monkeypatch.setattr(backends, "_instances", {})
-    slots = threading.local()
-    monkeypatch.setitem(api._STREAM_OF_FRAMEWORK, "unknown", lambda dev: stream_of(dev, getattr(slots, "n", 1)))
-    drv.slots = slots
+    drv = two_gpu_node(monkeypatch, request.param)
     paged.reset_caches()
     yield drv
     paged.reset_caches()

@@ -187,3 +187,19 @@ def install(monkeypatch, count: int = 1) -> FakeDriver:
 @pytest.fixture
 def fake_driver(monkeypatch):
     return install(monkeypatch)
+
+
+def two_gpu_node(monkeypatch, route: str) -> FakeDriver:
+    """A fake two-GPU node behind the cuda backend on one per-call route ("bindings", "ctypes", "shim"); the
+    'framework's current stream' of each device and thread is stream_of(device, drv.slots.n, default 1)."""
+    import threading
+
+    from rawindexer import api, backends
+
+    drv = install(monkeypatch, count=2)
+    use_raw_route(monkeypatch, drv, route)
+    monkeypatch.setattr(backends, "_instances", {})
+    slots = threading.local()
+    monkeypatch.setitem(api._STREAM_OF_FRAMEWORK, "unknown", lambda dev: stream_of(dev, getattr(slots, "n", 1)))
+    drv.slots = slots
+    return drv

@@ -16,7 +16,7 @@ from rawindexer.testing.inputs import check_logits as check
 from rawindexer.testing.inputs import random_inputs
 from rawindexer.validation import ValidationError
 
-from fake_cuda import CTX_BASE, install, stream_of, use_raw_route
+from fake_cuda import CTX_BASE, stream_of, two_gpu_node
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,14 +74,7 @@ def gpu_out(M, N, device_id, pad=0):
 def cuda2(monkeypatch, request):
     """A fake two-GPU node behind the cuda backend, on each per-call route (cuda-bindings, plain ctypes, the C
     launcher); the 'framework's current stream' of each device and thread is stream_of(device, thread slot)."""
-    drv = install(monkeypatch, count=2)
-    use_raw_route(monkeypatch, drv, request.param)
-    from rawindexer import backends
-
-    monkeypatch.setattr(backends, "_instances", {})
-    slots = threading.local()
-    monkeypatch.setitem(api._STREAM_OF_FRAMEWORK, "unknown", lambda dev: stream_of(dev, getattr(slots, "n", 1)))
-    drv.slots = slots
+    drv = two_gpu_node(monkeypatch, request.param)
     return drv
 
 
