@@ -24,7 +24,7 @@ from . import launch_path as _lp
 from .backends import Backend, BufferSpan, get_backend
 from .dispatch import family_for
 from .dispatch.base import ALIGNMENT_BITS, LaunchTemplate, Problem, Tunables
-from .launch_path import (_STREAM_OF_FRAMEWORK, MAX_CACHED_SHAPES, RUNS_ON, PreparedOp, _classify,  # noqa: F401
+from .launch_path import (_STREAM_OF_FRAMEWORK, BoundLaunch, MAX_CACHED_SHAPES, RUNS_ON, PreparedOp, _classify,  # noqa: F401
                           _Device, _OtherAlignment, _read_torch, _Shape, torch_key)
 from .validation import Dims, Operand, ValidationError, as_bool, as_int, check_fp8_format, check_sizes, validate
 
@@ -192,6 +192,18 @@ class Indexer(PreparedOp):
         return self._call_slow((q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke), out, (clean_logits,),
                                stream)
 
+    def bind(self, q_fp8: Any, k_fp8: Any, kv_scale: Any, weights: Any, cu_seqlen_ks: Any, cu_seqlen_ke: Any,
+             clean_logits: bool = True, out: Any = None, *, stream: int | None = None) -> BoundLaunch:
+        """Everything a call does except the launch, once: the returned object launches on these buffers when
+        called (``bound()`` or ``bound(stream=...)``) and returns the output. Their contents may change between
+        calls; their addresses and shapes may not (the serving loop's persistent buffers). An ``out`` of None is
+        allocated now, once. Without ``stream=`` each launch reads the caller's current stream again, so a
+        bound launch made outside a CUDA graph capture is captured when called inside one."""
+        if clean_logits is not True and clean_logits is not False:
+            clean_logits = as_bool("clean_logits", clean_logits)
+        return self._call_slow((q_fp8, k_fp8, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke), out, (clean_logits,),
+                               stream, bind=True)
+
     # -- raw pointers -------------------------------------------------------------------------------------
     def launch_pointers(self, pointers: tuple[int, ...], M: int, N: int, out_row_stride: int | None = None,
                         clean_logits: bool = True, stream: int = 0, device_id: int = 0) -> LaunchTemplate | None:
@@ -206,6 +218,17 @@ class Indexer(PreparedOp):
         shape = self._shapes.get(key)
         if shape is None:
             shape = self._raw_shape(key, M, N, out_row_stride, clean_logits, device_id)
+        aligned = shape.aligned
+        if aligned is not None:
+            # The hot path (as launch()'s): seven pointers of the allocators' alignment on a launch prepared before.
+            # Anything else (a wrong count, a bad pointer or stream, other alignments) takes _launch, which names it.
+            try:
+                p0, p1, p2, p3, p4, p5, p6 = pointers
+                if not (p0 | p1 | p2 | p3 | p4 | p5 | p6) & ALIGNMENT_BITS:
+                    aligned.go(stream, p0, p1, p2, p3, p4, p5, p6)
+                    return aligned.template
+            except (TypeError, ValueError, OverflowError, struct.error):
+                pass
         if shape.problem is None:
             return None
         if len(pointers) != 7:

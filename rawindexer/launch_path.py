@@ -370,6 +370,9 @@ class BoundLaunch:
         self._op, self._shape, self.pointers, self.stream = op, shape, ptrs, stream
         self._current_stream = current_stream
         self._result, self._keep = result, keep
+        # the prepared launch of these pointers, found by the first call (the addresses never change, so the
+        # alignment lookup and the pointer checks are done once; later calls are go(stream, *pointers) alone)
+        self._go: Callable[..., None] | None = None
 
     @property
     def template(self) -> LaunchTemplate | None:
@@ -387,7 +390,14 @@ class BoundLaunch:
         if self._shape.problem is not None:
             if stream is None:
                 stream = self._current_stream() if self._current_stream is not None else self.stream
-            self._op._launch(self._shape, self.pointers, stream)
+            go = self._go
+            if go is None:
+                self._go = self._op._launch(self._shape, self.pointers, stream).go
+            else:
+                try:
+                    go(stream, *self.pointers)
+                except (TypeError, OverflowError, struct.error):
+                    self._op._launch(self._shape, self.pointers, stream)  # names the bad stream
         return self._result()
 
 

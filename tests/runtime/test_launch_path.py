@@ -307,6 +307,68 @@ def test_raw_launch_hot_path_still_names_bad_arguments(cuda2, request):
     api._RAW.clear()
 
 
+@needs_sm90
+def test_launch_pointers_hot_path_launches_and_still_names_bad_arguments(cuda2, request):
+    ind = rawindexer.Indexer(64, 128, device="cuda")
+    good = tuple(0x100000 * (i + 1) for i in range(7))
+    templates = [ind.launch_pointers(good, 64, 1000, stream=stream_of(1, s), device_id=1) for s in (5, 6)]
+    assert templates[0] is templates[1], "the second call is the prepared launch of the first"
+    first, second = cuda2.launches()[-2:]
+    assert first[2] == second[2] == CTX_BASE + 1 and (first[1][4], second[1][4]) == (stream_of(1, 5), stream_of(1, 6))
+    assert launched_kernargs(second) == templates[0].plan(good).kernargs
+    n = len(cuda2.launches())
+    with pytest.raises(ValueError, match="pointers: expected 7 device addresses, got 6"):
+        ind.launch_pointers(good[:6], 64, 1000, stream=stream_of(1, 5), device_id=1)
+    with pytest.raises(TypeError, match="kv_scale: expected an int device address, got float"):
+        ind.launch_pointers((*good[:2], 2.5, *good[3:]), 64, 1000, stream=stream_of(1, 5), device_id=1)
+    if request.node.callspec.params["cuda2"] != "bindings":  # (through cuda-bindings the driver judges streams)
+        with pytest.raises(TypeError, match="stream: expected an int stream handle"):
+            ind.launch_pointers(good, 64, 1000, stream=None, device_id=1)
+    assert len(cuda2.launches()) == n, "nothing launched on a bad argument"
+    odd = (*good[:6], good[6] + 4)  # another alignment: its own plan, the exact pointers
+    t_odd = ind.launch_pointers(odd, 64, 1000, stream=stream_of(1, 5), device_id=1)
+    assert launched_kernargs(cuda2.launches()[-1]) == t_odd.plan(odd).kernargs
+
+
+@needs_sm90
+def test_indexer_bind_launches_its_buffers_on_the_current_stream(rng, cuda2):
+    host = host_inputs(rng)
+    args, out = gpu_arrays(host, 1), gpu_out(6, 70, 1, pad=2)
+    bound = rawindexer.Indexer(32, 128).bind(**args, out=out)
+    assert not cuda2.launches(), "binding launches nothing"
+    assert bound() is out and bound() is out and bound(stream=stream_of(1, 9)) is out
+    launches = cuda2.launches()
+    assert [c[2] for c in launches] == [CTX_BASE + 1] * 3 and cuda2.current == 0
+    assert [c[1][4] for c in launches] == [stream_of(1, 1), stream_of(1, 1), stream_of(1, 9)]
+    ptrs = tuple(a.ptr for a in args.values()) + (out.ptr,)
+    assert all(launched_kernargs(c) == bound.template.plan(ptrs).kernargs for c in launches)
+    cuda2.slots.n = 4  # the caller's current stream changed (e.g. inside a graph capture): followed
+    bound()
+    assert cuda2.launches()[-1][1][4] == stream_of(1, 4)
+    fixed = rawindexer.Indexer(32, 128).bind(**args, out=out, stream=stream_of(1, 5))
+    fixed()
+    fixed()
+    assert [c[1][4] for c in cuda2.launches()[-2:]] == [stream_of(1, 5)] * 2, "a stream= given when binding stands"
+
+
+def test_indexer_bind_on_the_emulator_reads_the_buffers_contents_at_each_call(rng):
+    host = host_inputs(rng)
+    out = np.full((6, 70), np.nan, np.float32)
+    bound = rawindexer.Indexer(32, 128).bind(**host, out=out)
+    assert np.isnan(out).all(), "binding launches nothing"
+    assert bound() is out
+    check(host, out)
+    fresh = host_inputs(rng)
+    for name in ("q_fp8", "k_fp8", "kv_scale", "weights"):  # new contents, same buffers
+        host[name][...] = fresh[name]
+    out.fill(np.nan)
+    bound()
+    check(host, out)
+    made = rawindexer.Indexer(32, 128).bind(**host)  # no out=: allocated once, at binding
+    assert made() is made()
+    check(host, made())
+
+
 # ---------------------------------------------------------------------------------------------------
 # the torch hot path (torch CPU tensors sent down the CUDA route of the fake driver: what a CUDA tensor would do)
 # ---------------------------------------------------------------------------------------------------
