@@ -86,8 +86,8 @@ class Indexer(PreparedOp):
     def _family(self, arch: str) -> Any:
         return family_for(arch)
 
-    def _check_backend(self, backend: Backend) -> None:
-        arch = self._arch(backend)
+    def _check_backend(self, backend: Backend, device_id: int | None = None) -> None:
+        arch = self._arch(backend, device_id)
         if self.tunables.variant is not None and arch not in ("gfx950", "gfx942"):
             raise ValueError(f"variant: only the gfx950 / gfx942 kernels have variants; got {self.tunables.variant!r} "
                              f"for {arch}")
@@ -283,6 +283,11 @@ def reset_caches(backend: str | None = None) -> None:
     Indexers bound to it (they hold the backend instance); likewise for the decode op's functions
     (:func:`rawindexer.paged.reset_caches`). Indexers the caller made are the caller's:
     :meth:`Indexer.reset`. For hosts (and tests) that reset or reconfigure a device under rawindexer."""
+    from .backends import _instances
+
+    for name, instance in list(_instances.items()):
+        if backend is None or name == backend:
+            instance.forget_devices()
     for indexer in (_DEFAULT, *_BY_TUNABLES.values()):
         indexer.reset(backend)
     for key in [k for k, ind in _RAW.items() if backend is None or ind._backend.name == backend]:

@@ -436,17 +436,23 @@ class PreparedOp:
         """The op's kernel family for ``arch`` (code_object(), and what _template plans with)."""
         raise NotImplementedError
 
-    def _check_backend(self, backend: Backend) -> None:
+    def _check_backend(self, backend: Backend, device_id: int | None = None) -> None:
         """Refuse a backend this object's settings cannot run on (raise), once per backend."""
 
-    def _arch(self, backend: Backend) -> str:
-        """The target this object runs on ``backend``: its ``arch`` where the backend runs it."""
+    def _arch(self, backend: Backend, device_id: int | None = None) -> str:
+        """The target this object runs on ``backend`` (on device ``device_id`` once known): its ``arch`` where
+        the backend runs it, else the device's own (a ROCm GPU's gfx target). A GPU runs only its own target."""
         if self.arch is None:
-            return backend.arch
+            return backend.arch if device_id is None else backend.arch_of(device_id)
         allowed = RUNS_ON.get(backend.name, (backend.arch,))
         if self.arch not in allowed:
             raise ValueError(f"arch: expected one of {allowed} for arrays on the {backend.name} backend, got "
                              f"{self.arch!r}")
+        if device_id is not None and backend.dlpack_device_type != dlpack.DL_CPU:
+            own = backend.arch_of(device_id)
+            if own != self.arch:
+                raise ValueError(f"arch: expected {own!r} (or None) for arrays on {backend.name} device {device_id}, "
+                                 f"which is {own}; got {self.arch!r}")
         return self.arch
 
     def _describe(self, ops: list[Operand], out: Operand | None, scalars: tuple, device: _Device) -> _Shape:
@@ -487,8 +493,8 @@ class PreparedOp:
             else:
                 raise ValueError(f"arrays: expected arrays on a {self._backend.name} device (this "
                                  f"{type(self).__name__}'s device=), got arrays on DLPack device {device}")
-            self._check_backend(backend)
-            family = self._family(self._arch(backend))
+            self._check_backend(backend, device[1])
+            family = self._family(self._arch(backend, device[1]))
             with self._lock:
                 state = self._devices.get(device)
                 if state is None:

@@ -174,8 +174,8 @@ class PagedIndexer(PreparedOp):
     def _family(self, arch: str) -> Any:
         return _family(arch)
 
-    def _check_backend(self, backend: Backend) -> None:
-        arch = self._arch(backend)
+    def _check_backend(self, backend: Backend, device_id: int | None = None) -> None:
+        arch = self._arch(backend, device_id)
         if self.tunables.variant is not None:
             _family(arch).variant(self.tunables.variant)  # a ValueError naming the target's designs
 

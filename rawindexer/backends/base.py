@@ -183,6 +183,16 @@ class Backend(ABC):
     def compute_units(self, device_id: int = 0) -> int:
         """Number of CUs / SMs of the device (drives the SplitN heuristic)."""
 
+    def arch_of(self, device_id: int) -> str:
+        """The target of device ``device_id``: what a call on it runs unless ``arch=`` says otherwise. The
+        backend's own ``arch`` where one backend is one target (CUDA: sm_90a; the emulator: gfx950); the hip
+        backend asks the device (gfx950 on MI350X / MI355X, gfx942 on MI300X / MI325X)."""
+        return self.arch
+
+    def forget_devices(self) -> None:
+        """Drop what this backend remembers about its devices (their targets): for hosts and tests that
+        reconfigure a device under rawindexer (:func:`rawindexer.api.reset_caches`)."""
+
     def compute_units_for(self, device_id: int, arch: str) -> int:
         """CUs the heuristic plans ``arch``'s kernel for: the device's own count on a GPU; a backend that
         runs several targets without being one (the emulator) answers the modelled device's."""

@@ -50,8 +50,12 @@ class HipBackend(Backend):
     arch = "gfx950"
     kernarg_end_marker = HIP_LAUNCH_PARAM_END
 
+    #: the gfx targets whose code objects the package ships (the kernels' build targets)
+    shipped_archs = ("gfx950", "gfx942")
+
     def __init__(self, hip_module: Any = None) -> None:
         self._hip = hip_module  # injectable for tests (a fake of hip-python's `hip` module)
+        self._archs: dict[int, str] = {}
 
     @property
     def hip(self) -> Any:
@@ -154,6 +158,25 @@ class HipBackend(Backend):
         if int(result[0]) == int(hip.hipError_t.hipErrorNoDevice):
             return 0
         return int(self._check(result, "hipGetDeviceCount"))
+
+    def arch_of(self, device_id: int) -> str:
+        """The device's gfx target from hipGetDeviceProperties' gcnArchName ("gfx942:sramecc+:xnack-" ->
+        "gfx942"), once per device; a HipError naming the device and the shipped targets when it is neither."""
+        arch = self._archs.get(device_id)
+        if arch is None:
+            props = self.hip.hipDeviceProp_t()
+            self._check(self.hip.hipGetDeviceProperties(props, device_id), f"hipGetDeviceProperties({device_id})")
+            name = props.gcnArchName
+            name = bytes(name).split(b"\0")[0].decode() if not isinstance(name, str) else name
+            arch = name.split(":")[0]
+            if arch not in self.shipped_archs:
+                raise HipError(f"ROCm device {device_id} is {name or 'of an unnamed target'}: rawindexer ships kernels "
+                               f"for {' and '.join(self.shipped_archs)} only (MI350X / MI355X, MI300X / MI325X)")
+            self._archs[device_id] = arch
+        return arch
+
+    def forget_devices(self) -> None:
+        self._archs.clear()
 
     def compute_units(self, device_id: int = 0) -> int:
         attr = self.hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount

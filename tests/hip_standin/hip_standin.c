@@ -419,6 +419,35 @@ EXPORT hipError_t hipDeviceGetName(char *name, int len, int device) {
     return hipSuccess;
 }
 
+/* hipDeviceProp_tR0600 (ROCm 6+ headers; hip-python 7.2's hipGetDeviceProperties calls the R0600 entry point):
+ * 1472 bytes; name at 0 (char[256]), multiProcessorCount at 388 (int), gcnArchName at 1160 (char[256]).
+ * tests/runtime/test_hip_standin.py checks these offsets against hip-python's own struct. Only these fields are
+ * modelled; every other byte is zero. */
+#define DEVICE_PROP_SIZE 1472
+#define DEVICE_PROP_MP_COUNT 388
+#define DEVICE_PROP_GCN_ARCH_NAME 1160
+
+static const char *gcn_arch_name(uint32_t mach) {
+    switch (mach) {
+    case 0x04f: return "gfx950:sramecc+:xnack-";
+    case 0x04c: return "gfx942:sramecc+:xnack-";
+    case 0x03f: return "gfx90a:sramecc+:xnack-";
+    default: return "";
+    }
+}
+
+EXPORT hipError_t hipGetDevicePropertiesR0600(void *prop, int device) {
+    REQUIRE_DEVICE();
+    if (!prop) return fail(hipErrorInvalidValue);
+    if (device < 0 || device >= g_device_count) return fail(hipErrorInvalidDevice);
+    char *p = (char *)prop;
+    memset(p, 0, DEVICE_PROP_SIZE);
+    snprintf(p, 256, "HIP stand-in (gfx target 0x%03x, kernels on the rawindexer emulator)", g_mach);
+    memcpy(p + DEVICE_PROP_MP_COUNT, &g_compute_units, sizeof(int));
+    snprintf(p + DEVICE_PROP_GCN_ARCH_NAME, 256, "%s", gcn_arch_name(g_mach));
+    return hipSuccess;
+}
+
 /* hipDeviceAttribute_t values of ROCm 7.x, as hip-python 7.2 numbers them. */
 EXPORT hipError_t hipDeviceGetAttribute(int *value, int attribute, int device) {
     REQUIRE_DEVICE();

@@ -158,6 +158,12 @@ class FakeHip:
     def hipDeviceGetAttribute(self, attr, dev):
         return self._ok("hipDeviceGetAttribute", attr, dev, value=256)
 
+    def hipDeviceProp_t(self):
+        return SimpleNamespace(gcnArchName=b"gfx950:sramecc+:xnack-\0")
+
+    def hipGetDeviceProperties(self, props, dev):
+        return self._ok("hipGetDeviceProperties", dev)
+
     def hipModuleLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         # Read the packed kernargs through the `extra` array, as the HIP runtime would, during the call.
         words = (ctypes.c_void_p * 5).from_address(extra)
@@ -182,8 +188,8 @@ def test_hip_backend_call_sequence_and_kernargs(monkeypatch):
     plan = template.plan((0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000))
     names = [c[0] for c in fake.calls]
     # device 0 is current already: hipGetDevice says so and nothing is set
-    assert names == ["hipDeviceGetAttribute", "hipGetDevice", "hipModuleLoadData", "hipModuleGetFunction",
-                     "hipGetDevice", "hipModuleLaunchKernel"]
+    assert names == ["hipGetDeviceProperties", "hipDeviceGetAttribute", "hipGetDevice", "hipModuleLoadData",
+                     "hipModuleGetFunction", "hipGetDevice", "hipModuleLaunchKernel"]
     launch = fake.calls[-1][1]
     assert launch[0] == ("function", plan.symbol.encode())
     assert launch[1] == plan.grid and launch[2] == plan.block and launch[4] == 0xABC and launch[5] is None
@@ -202,7 +208,7 @@ def test_hip_backend_call_sequence_and_kernargs(monkeypatch):
     n = len(fake.calls)
     rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=M, N=N, num_heads=64, head_dim=128, device="hip", device_id=1)
     assert [c for c in fake.calls[n:] if c[0] in ("hipSetDevice", "hipModuleLoadData", "hipModuleLaunchKernel")] \
-        == [("hipSetDevice", (1,)), ("hipModuleLoadData", fake.calls[n + 3][1]), ("hipSetDevice", (0,)),
+        == [("hipSetDevice", (1,)), ("hipModuleLoadData", fake.calls[n + 4][1]), ("hipSetDevice", (0,)),
             ("hipSetDevice", (1,)), fake.calls[-2], ("hipSetDevice", (0,))]
     assert fake.current == 0
     # Errors carry HIP's message.

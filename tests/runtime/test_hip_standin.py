@@ -483,18 +483,53 @@ def test_code_object_for_another_gfx_target(standin, hipb):
     with pytest.raises(HipError, match=r"hipModuleLoadData failed: 'no kernel image is available.*"
                                        r"hipErrorNoBinaryForGpu"):
         hipb.load_module(runtime.OTHER_TARGET_CODE_OBJECT.read_bytes())
-    # A gfx942 device (MI300X) given the package's gfx950 code object: the same error, from the API.
-    with standin.configured(mach=runtime.MACH_GFX942):
-        with pytest.raises(HipError, match="hipModuleLoadData failed.*hipErrorNoBinaryForGpu"):
-            rawindexer.launch(1, 2, 3, 4, 5, 6, 7, M=4, N=64, num_heads=32, head_dim=128, device="hip")
     with pytest.raises(HipError, match="hipModuleLoadData failed.*hipErrorInvalidImage"):
         hipb.load_module(b"\x7fELF not a code object" + bytes(64))
+
+
+def test_device_properties_offsets_match_hip_python(standin, hipb):
+    """The stand-in's hipGetDevicePropertiesR0600 writes the fields hip-python's struct reads."""
+    props = hip.hipDeviceProp_t()
+    assert props.c_sizeof() == 1472
+    check(hip.hipGetDeviceProperties(props, 0), "hipGetDeviceProperties")
+    assert bytes(props.gcnArchName).split(b"\0")[0] == b"gfx950:sramecc+:xnack-"
+    assert props.multiProcessorCount == 256
+    with standin.configured(mach=runtime.MACH_GFX942, compute_units=304):
+        check(hip.hipGetDeviceProperties(props, 0), "hipGetDeviceProperties")
+        assert bytes(props.gcnArchName).split(b"\0")[0] == b"gfx942:sramecc+:xnack-"
+        assert props.multiProcessorCount == 304
+
+
+def test_the_devices_gfx_target_picks_the_code_object(rng, standin, hipb, streams):
+    """An MI300X (gfx942) runs the gfx942 kernel without arch=; arch= naming another target than the device's is
+    refused naming both; a device of a target the package does not ship is refused naming the shipped ones."""
+    M, N, H, D = 5, 48, 32, 128
+    ops = inputs(rng, M, N, H, D, "causal")
+    expected = emulator_result(ops, True, arch="gfx942")
+    with standin.configured(mach=runtime.MACH_GFX942):
+        api.reset_caches("hip")
+        arrays = producers(ops, streams[0])
+        out = RocmArray(np.full((M, N), np.nan, np.float32), streams[0])
+        rawindexer.fp8_mqa_logits(*arrays.values(), out=out, stream=streams[1])
+        check(hip.hipStreamSynchronize(streams[1]), "hipStreamSynchronize")
+        assert peek(out.ptr, (M, N)).tobytes() == expected.tobytes()
+        assert hipb.arch_of(0) == "gfx942"
+        with pytest.raises(ValueError, match="arch: expected 'gfx942' .* on hip device 0, which is gfx942; got 'gfx950'"):
+            rawindexer.fp8_mqa_logits(*arrays.values(), out=out, arch="gfx950")
+        for a in (*arrays.values(), out):
+            a.free()
+    with standin.configured(mach=0x03F):  # gfx90a (MI200): no kernel of ours
+        api.reset_caches("hip")
+        with pytest.raises(HipError, match="ROCm device 0 is gfx90a.*ships kernels for gfx950 and gfx942 only"):
+            rawindexer.launch(1 << 20, 2 << 20, 3 << 20, 4 << 20, 5 << 20, 6 << 20, 7 << 20, M=4, N=64, num_heads=32,
+                              head_dim=128, device="hip")
+    api.reset_caches("hip")
 
 
 def test_reset_caches_makes_the_next_call_load_the_module_again(rng, standin, hipb):
     """A loaded module stays in use while the device changes under it (as a runtime keeps it); after
     api.reset_caches("hip") the next launch loads it again and meets the new device's refusal. Resetting
-    another backend leaves hip's cache alone."""
+    another backend leaves hip's cache alone; after it the device's target is asked again."""
     M, N, H, D = 4, 40, 32, 64
     ops = inputs(rng, M, N, H, D, "causal")
     expected = emulator_result(ops, True)
@@ -515,9 +550,14 @@ def test_reset_caches_makes_the_next_call_load_the_module_again(rng, standin, hi
             run()  # the module loaded on the gfx950 device is still the one used
             api.reset_caches("emulator")
             run()
-            api.reset_caches("hip")
+            api.reset_caches("hip")  # now the device's own target is asked again: gfx942, whose code object loads
+            run_942 = emulator_result(ops, True, arch="gfx942")
+            hipb.copy_from_host(out.ptr, np.full((M, N), np.nan, np.float32))
+            rawindexer.launch(*ptrs, out.ptr, M=M, N=N, num_heads=H, head_dim=D, device="hip")
+            hipb.synchronize(0)
+            assert peek(out.ptr, (M, N)).tobytes() == run_942.tobytes()
             with pytest.raises(HipError, match="hipModuleLoadData failed.*hipErrorNoBinaryForGpu"):
-                rawindexer.launch(*ptrs, out.ptr, M=M, N=N, num_heads=H, head_dim=D, device="hip")
+                hipb.load_module(rawindexer.dispatch.family_for("gfx950").code_object())
         api.reset_caches()
         run()
     finally:
