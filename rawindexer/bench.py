@@ -8,7 +8,8 @@ multi_req (four packed requests)} x clean_logits {0, 1} x heads {32, 64}, head_d
 Each call is the public call as a serving loop makes it (torch CUDA tensors in, a new output out), on the
 next of several input sets whose total exceeds twice the 60 MB L2 (so the numbers are not L2-resident).
 Three numbers per implementation:
-  (a) loop:   back-to-back calls, host included: CUDA events around a run of calls, divided by their count;
+  (a) loop:   back-to-back calls, host included: CUDA events around a run of calls (enough for ~3 ms of device
+              time, at least --reps), divided by their count;
   (b) device: CUDA events around each call with the stream kept busy for ~1 ms before it, so the host path
               is hidden: device time only (median);
   (c) host:   wall-clock microseconds of the host per call, measured in (b)'s loop while the GPU queue is
@@ -97,6 +98,14 @@ def time_device_and_host(fn: Callable[[int], object], sets: int, reps: int, warm
     torch.cuda.synchronize()
     return (float(np.median([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)])),
             float(np.median(host)) / 1e3)
+
+
+def loop_calls(reps: int, device_us: float, run_us: float = 3000.0, most: int = 2000) -> int:
+    """Calls per (a) run: at least ``reps``, and enough that a run lasts ~``run_us`` of device time. A run starts
+    with the queue empty, so its first call's host path runs with the GPU idle; over 10 calls of a 10 us kernel
+    that one-off fill would add ~1.5 us to every call, which a serving loop (one call per layer per step, back to
+    back) pays once, not per call."""
+    return int(max(reps, min(most, math.ceil(run_us / max(device_us, 1e-3)))))
 
 
 def time_loop(fn: Callable[[int], object], sets: int, reps: int, warmup: int = 3, rounds: int = 5) -> float:
@@ -237,7 +246,7 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                             log(f"DeepGEMM failed at {M}x{N} H={H}: {exc}")
                     del ref
                     us_ours, host_ours = time_device_and_host(ours, nsets, reps)
-                    loop_ours = time_loop(ours, nsets, reps)
+                    loop_ours = time_loop(ours, nsets, loop_calls(reps, us_ours))
                     us_tri = time_fn(tri, nsets, reps)
                     us_torch = time_fn(ref_fn, nsets, torch_reps, warmup=1)
                     tflops = 2 * H * HEAD_DIM * pairs / us_ours / 1e6
@@ -246,7 +255,7 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                     if deepgemm is not None and not dg_check.startswith("error"):
                         dg = lambda i: deepgemm(*sets[i], clean)
                         row.dg_us, row.dg_host_us = time_device_and_host(dg, nsets, reps)
-                        row.dg_loop_us = time_loop(dg, nsets, reps)
+                        row.dg_loop_us = time_loop(dg, nsets, loop_calls(reps, row.dg_us))
                     rows.append(row)
                     log(f"{M:5d} {N:6d} clean={int(clean)} {window:9s} H={H}: ours a {loop_ours:8.1f} b {us_ours:8.1f} "
                         f"c {host_ours:5.1f} us | DeepGEMM a {row.dg_loop_us:8.1f} b {row.dg_us:8.1f} "
