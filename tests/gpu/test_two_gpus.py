@@ -88,6 +88,19 @@ def torch_on_device_1() -> list[tuple[bool, str]]:
                         f"current device still 0: {same_device}; done while device 0 still busy: "
                         f"{device0_still_busy}; device 0 allocations unchanged: {untouched0}"))
         torch.cuda.synchronize(0)
+    # the persistent-buffer form: bound once, each launch on device 1's current stream of that moment
+    out = torch.empty((M, N), device="cuda:1", dtype=torch.float32)
+    bound = indexer.bind(*args, out=out)
+    with torch.cuda.device(1):
+        torch.cuda._sleep(40_000_000)
+        out.fill_(float("nan"))
+    got = bound()
+    same_device = torch.cuda.current_device() == 0
+    torch.cuda.synchronize(1)
+    ok, msg = grade_gpu(out, ref, args[4], args[5], True)
+    results.append((ok and got is out and same_device, f"Indexer.bind cuda:1 behind a busy-wait and NaN fill on "
+                                                       f"device 1's current stream: {msg}; current device still 0: "
+                                                       f"{same_device}"))
     return results
 
 
