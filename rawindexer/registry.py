@@ -168,8 +168,11 @@ SM90 = "sm_90a"
 
 
 def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | None = None, ss_stages: bool = False,
-          experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None) -> Design:
+          experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None,
+          k_tensor_map: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
+    if k_tensor_map:  # the kernel takes a CUtensorMap of K after the common arguments (build.py, v8)
+        params["k_tensor_map"] = True
     if consumers:
         params["consumers"] = consumers
     if ss_stages:
@@ -195,6 +198,9 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
     *[_sm90(n, "timing-only diagnostic (v6, wrong results)", experiment=True) for n in ("wfx", "wfd")],
     *[_sm90(n, f"warp-specialised with {c} consumer warpgroups (v7)", consumers=c, experiment=True)
       for n, c in (("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4))],
+    *[_sm90(n, f"4 SS-wgmma consumers fed by TMA tensor copies (128B swizzle), weights in {w} (v8)", consumers=4,
+            k_tensor_map=True, experiment=True, logit_eps=2e-3)
+      for n, w in (("tma", "registers"), ("tmas", "shared memory"))],
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared
