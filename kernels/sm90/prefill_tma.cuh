@@ -257,18 +257,22 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
       // Exact f32 head reduction (as "wg"), kv_scale after it (kv_scale >= 0 commutes with the ReLU).
       float res[VPL];
       if (hit) {
-        float part[V];
+        // Two FMA chains per (row, token) (even / odd head of each pair), added at the end: 4 * BMW independent
+        // chains per warp instead of 2 * BMW, so the latency-bound chain of v7 is half as deep.
+        float part[V], odd[V];
 #pragma unroll
-        for (int v = 0; v < V; ++v) part[v] = 0.0f;
+        for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
 #pragma unroll
         for (int j = 0; j < NQ / 8; ++j) {
           const int r = j / (H / 8);
           const float2 w = weight(j);
           part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-          part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
+          odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
           part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
+          odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
         }
+#pragma unroll
+        for (int v = 0; v < V; ++v) part[v] += odd[v];
         if constexpr (V >= 4) {
           reduce_scatter<V / 2>(part, res, tig);
         } else {
