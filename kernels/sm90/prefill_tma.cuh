@@ -65,6 +65,26 @@ __device__ __forceinline__ void tma_load_tile(uint32_t dst, const TmaMap* map, i
       : "memory");
 }
 
+// -inf over [a, b) of one row by the fill warps (thread t0 of `step`), float4 stores in the 16-byte-aligned middle
+// when `vec4`: common.cuh's fill_neg_inf with its loops kept rolled, which the producer warpgroup needs to stay
+// within its 32 registers (the unrolled form spilled 8-40 bytes there).
+__device__ __forceinline__ void tma_fill_neg_inf(float* __restrict__ row, int a, int b, bool vec4, int t0, int step) {
+  const float ninf = -__int_as_float(0x7f800000);
+  if (b <= a) return;
+  int a4 = a, b4 = a;
+  if (vec4) {
+    a4 = min(b, (a + 3) & ~3);
+    b4 = max(a4, b & ~3);
+    float4* v = reinterpret_cast<float4*>(row + a4);
+    const int n4 = (b4 - a4) >> 2;
+#pragma unroll 1
+    for (int i = t0; i < n4; i += step) v[i] = make_float4(ninf, ninf, ninf, ninf);
+  }
+  const int head = a4 - a, rest = head + (b - b4);
+#pragma unroll 1
+  for (int i = t0; i < rest; i += step) row[i < head ? a + i : b4 + (i - head)] = ninf;
+}
+
 // Dynamic shared memory of one block (bench/race_sm90.py computes the same sum plus TMA_SMEM_ALIGN of slack):
 //   Q (TMA_NC * 128 * D) | K ring (TMA_STAGES * TMA_TILE * D) | weights (TMA_NC * 128 f32, "tmas") |
 //   windows (BM int2) | full and empty mbarriers (2 * TMA_STAGES u64)
@@ -173,13 +193,13 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
       }
     } else if (clean) {
       // DESIGN: fused -inf fill, overlapped with the consumers' tiles (disjoint columns).
-      const int worker = split * 3 + (warp - 1);
-      const int workers = split_n * 3;
+      const int t0 = (split * 3 + (warp - 1)) * WARP + lane, step = split_n * 3 * WARP;
       const bool vec4 = flags & FLAG_VEC4_FILL;
-      for (int r = 0; r < nrows; ++r) {
-        float* dst_row = out + (i64)(m0 + r) * out_row_stride;
-        fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
-        fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
+      float* dst_row = out + (i64)m0 * out_row_stride;
+#pragma unroll 1
+      for (int r = 0; r < nrows; ++r, dst_row += out_row_stride) {
+        tma_fill_neg_inf(dst_row, 0, lo, vec4, t0, step);
+        tma_fill_neg_inf(dst_row, hi, N, vec4, t0, step);
       }
     }
   } else {
