@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,8 +38,6 @@ LONG = [(4096, 32768), (2048, 65536), (1024, 131072)]
 RACE_BUILD = ROOT / "build" / "race"
 #: what --build compiles: the shipped wg plus every warp-specialised form ((impl, consumers); BLOCK_M = nc * 128 / H)
 RACE_IMPLS = (("ws", 2), ("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4), ("tma", 4), ("tmas", 4))
-#: kernels/sm90/prefill_tma.cuh: TMA_STAGES, TMA_TILE, TMA_SMEM_ALIGN (the "tma" / "tmas" designs, v8)
-TMA_STAGES, TMA_TILE, TMA_SMEM_ALIGN = 8, 64, 1024
 
 
 def build_race(only: tuple[str, ...] = ()) -> None:
@@ -61,69 +58,6 @@ def build_race(only: tuple[str, ...] = ()) -> None:
 PER_LOGIT_GATE = 1e-5
 
 
-@lru_cache(maxsize=64)
-def k_tensor_map(k_ptr: int, n: int, d: int) -> bytes:
-    """The 128 bytes of a CUtensorMap over K (uint8 [N, D] rows, contiguous) with box {D, TMA_TILE tokens} and the
-    swizzle the "tma" designs read (128B at D = 128, 64B at D = 64); tokens past N read as zeros. Cached by
-    (K pointer, N, D): a serving loop over one K buffer encodes once."""
-    import ctypes
-
-    from cuda.bindings import driver as cu
-
-    if k_ptr % 16 or d not in (64, 128):
-        raise ValueError(f"k tensor map: K must be 16-byte aligned with D in (64, 128), got ptr % 16 = {k_ptr % 16}, "
-                         f"D = {d}")
-    swizzle = cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B if d == 128 else cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B
-    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, k_ptr, [u64(d), u64(n)], [u64(d)],
-        [u32(d), u32(TMA_TILE)], [u32(1), u32(1)], cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled(K, N={n}, D={d}) failed: {err}")
-    return ctypes.string_at(tmap.getPtr(), 128)
-
-
-def tma_shared_mem(block_m: int, heads: int, head_dim: int, consumers: int = 4) -> int:
-    """Dynamic shared memory of one "tma" block: Q, K ring, weights, windows, mbarriers, alignment slack."""
-    nq = block_m // consumers * heads
-    return (consumers * nq * head_dim + TMA_STAGES * TMA_TILE * head_dim + consumers * nq * 4 + block_m * 8
-            + 2 * TMA_STAGES * 8 + TMA_SMEM_ALIGN)
-
-
-def tensor_map_family():
-    """Sm90Family for the designs whose kernels take K's tensor map after the common arguments (v8): the same
-    plan (_plan_ws: one block per SM, SplitN for whole waves), then the map written into its kernarg slot."""
-    from rawindexer.dispatch.base import LaunchPlan, pack_kernargs
-    from rawindexer.dispatch.sm90 import Sm90Family
-
-    class TensorMapFamily(Sm90Family):
-        def _launch_plan(self, symbol, p, pointers, block_m, row_blocks, split_n, num_warps, flags, reverse,
-                         shared_mem) -> LaunchPlan:
-            entry = self.target["kernels"][symbol]
-            values = {
-                "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
-                "cu_seqlen_ks": pointers.cu_seqlen_ks, "cu_seqlen_ke": pointers.cu_seqlen_ke, "out": pointers.out,
-                "out_row_stride": p.out_row_stride, "M": p.M, "N": p.N, "split_n": split_n,
-                "num_warps": num_warps, "flags": flags,
-            }
-            # The slot's offset comes from the cubin (112 at sm_90a): the parameter bank starts at c[0x0][0x210],
-            # so ptxas places the map where the bank address, not the buffer offset, is 64-byte aligned.
-            slot = next(a for a in entry["args"] if a["name"] == "k_map")
-            if slot["size"] != 128:
-                raise RuntimeError(f"{symbol}: k_map slot of {slot['size']} bytes, expected 128")
-            buf = bytearray(pack_kernargs([a for a in entry["args"] if a is not slot], values, entry["kernarg_size"]))
-            buf[slot["offset"]:slot["offset"] + 128] = k_tensor_map(pointers.k, p.N, p.head_dim)
-            return LaunchPlan(
-                symbol=symbol, grid=(row_blocks, split_n, 1), block=(32 * num_warps, 1, 1), kernargs=bytes(buf),
-                shared_mem=tma_shared_mem(block_m, p.heads, p.head_dim),
-                config={"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
-                        "reverse_rows": reverse, "unroll2": False})
-
-    return TensorMapFamily
-
-
 class Launcher:
     """Plans and launches rawindexer sm_90a implementations of the default build straight through CudaBackend."""
 
@@ -131,12 +65,9 @@ class Launcher:
         from rawindexer.backends.cuda import CudaBackend
         from rawindexer.dispatch.sm90 import Sm90Family
 
-        from rawindexer import registry
-
         self.be = CudaBackend()
-        family = lambda impl: (tensor_map_family() if registry.SM90_DESIGNS[impl].params.get("k_tensor_map")
-                               else Sm90Family)
-        self.fams = {impl: family(impl)(RACE_BUILD if RACE_BUILD.exists() else ROOT / "build", impl=impl)
+        # "tmas" / "tma" plans carry K's tensor map for the K pointer they are given (dispatch/sm90_tensor_map.py)
+        self.fams = {impl: Sm90Family(RACE_BUILD if RACE_BUILD.exists() else ROOT / "build", impl=impl)
                      for impl in impls}
         self.module = self.be.load_module(next(iter(self.fams.values())).code_object())
         self.funcs: dict = {}
