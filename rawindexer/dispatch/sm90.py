@@ -23,6 +23,12 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
 * ``ws3`` / ``ws4`` -- the same with 3 / 4 consumer warpgroups (issue order kept); ``ws4n`` 4 consumers, no order;
   ``wss`` 4 unordered consumers with both wgmma operands in shared memory, the K ring built by two producer warps
   with 16-byte cp.async (core-matrix layout); these four are built only by ``bench/race_sm90.py --build``
+* ``tmas`` -- (docs/PERFORMANCE.md v8) ``wss``'s structure with the K ring filled by one TMA tensor copy per 64-token
+  tile (128-byte swizzle): one block per SM of 5 warpgroups, one producer lane, four consumer warpgroups (N = 128
+  each) with both wgmma operands in shared memory, weights in shared memory; the kernel takes K's CUtensorMap after
+  the common arguments (dispatch/sm90_tensor_map.py encodes it per K pointer); ``tma`` -- the same with the weights
+  in registers (spills; experiment, ``bench/race_sm90.py --build``)
+* ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps, else ``wg``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
 
@@ -70,6 +76,7 @@ AUTO_TMAS_MIN_N = 4096
 #: "mma" (mma.sync, fp8 widened to f16 with exact products and fp32 accumulation) and "wgr" (bf16 head
 #: reduce, like gfx950's "mr") are the baselines.
 LOGIT_EPS = registry.logit_eps(registry.PREFILL, registry.SM90)
+LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_IMPLS)  # the gate of whichever "auto" picks
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
 DEFAULT_N = 128
 #: Hopper blocks resident per SM we aim to fill with row blocks x splits before splitting further
