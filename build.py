@@ -229,6 +229,14 @@ SM90_MAX_THREADS = 256  # __launch_bounds__ in the source
 # stays for bench/exp_sm90.py and bench/race_sm90.py, which build experiment designs on request.
 Sm90Variant = registry.Sm90Instance
 SM90_VARIANTS: list[Sm90Variant] = list(registry.SM90_INSTANCES)
+#: designs whose kernels take K's CUtensorMap (128 opaque bytes, 64-byte aligned) after KERNEL_ARGS
+SM90_TENSOR_MAP_ARGS = [("k_map", 128)]
+
+
+def sm90_kernel_args(design: str) -> list[tuple[str, int]]:
+    """The (name, size) parameter list of an sm_90a design's kernels, in order."""
+    extra = registry.SM90_DESIGNS[design].params.get("k_tensor_map", False)
+    return KERNEL_ARGS + (SM90_TENSOR_MAP_ARGS if extra else [])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -418,13 +426,14 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
     kernels = {}
     for v in variants:
         layout = params[v.symbol]
-        if len(layout["args"]) != len(KERNEL_ARGS) or any(
-                size != want for (_, size), (_, want) in zip(layout["args"], KERNEL_ARGS)):
-            raise RuntimeError(f"{v.symbol}: parameter layout in the cubin does not match KERNEL_ARGS")
+        args = sm90_kernel_args(v.design)
+        if len(layout["args"]) != len(args) or any(
+                size != want for (_, size), (_, want) in zip(layout["args"], args)):
+            raise RuntimeError(f"{v.symbol}: parameter layout in the cubin does not match {args}")
         kernels[v.symbol] = {
             "params": {"heads": v.heads, "head_dim": v.head_dim, "block_m": v.block_m, "impl": v.design},
             "args": [{"name": name, "offset": off, "size": size}
-                     for (name, _), (off, size) in zip(KERNEL_ARGS, layout["args"])],
+                     for (name, _), (off, size) in zip(args, layout["args"])],
             "kernarg_size": layout["kernarg_size"],
             "kernarg_align": 8,
             "max_threads": SM90_MAX_THREADS,

@@ -37,10 +37,10 @@ GRADE_CASES = [(4096, 32768, "causal"), (1024, 131072, "causal"), (671, 131072, 
 LONG = [(4096, 32768), (2048, 65536), (1024, 131072)]
 RACE_BUILD = ROOT / "build" / "race"
 #: what --build compiles: the shipped wg plus every warp-specialised form ((impl, consumers); BLOCK_M = nc * 128 / H)
-RACE_IMPLS = (("ws", 2), ("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4))
+RACE_IMPLS = (("ws", 2), ("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4), ("tma", 4), ("tmas", 4))
 
 
-def build_race() -> None:
+def build_race(only: tuple[str, ...] = ()) -> None:
     """Compile wg and the ws forms for H in {32, 64, 128}, D in {64, 128} into RACE_BUILD (the 4-consumer forms run
     at 112 registers and spill a few bytes, so they stay out of the default build and its no-spill test)."""
     import json
@@ -49,7 +49,7 @@ def build_race() -> None:
 
     variants = [b.Sm90Variant(h, d, 128 // h, "wg") for h in (32, 64, 128) for d in (64, 128)]
     variants += [b.Sm90Variant(h, d, nc * 128 // h, impl) for impl, nc in RACE_IMPLS for h in (32, 64, 128)
-                 for d in (64, 128)]
+                 for d in (64, 128) if not only or impl in only]
     path = b.build_sm90(RACE_BUILD, variants)
     for name, k in json.loads(path.read_text())["targets"][b.SM90_ARCH]["kernels"].items():
         r = k["resources"]
@@ -66,6 +66,7 @@ class Launcher:
         from rawindexer.dispatch.sm90 import Sm90Family
 
         self.be = CudaBackend()
+        # "tmas" / "tma" plans carry K's tensor map for the K pointer they are given (dispatch/sm90_tensor_map.py)
         self.fams = {impl: Sm90Family(RACE_BUILD if RACE_BUILD.exists() else ROOT / "build", impl=impl)
                      for impl in impls}
         self.module = self.be.load_module(next(iter(self.fams.values())).code_object())
@@ -326,10 +327,11 @@ def main() -> None:
     p.add_argument("--profile", default=None, help="IMPL or deepgemm: one launch for ncu, then stop")
     p.add_argument("--heads", type=int, default=32)
     p.add_argument("--build", action="store_true", help="compile RACE_BUILD (no GPU needed) and stop")
+    p.add_argument("--build-only", default="", help="with --build: these RACE_IMPLS only (comma list; wg always)")
     p.add_argument("--smoke", default=None, help=argparse.SUPPRESS)  # child process of alive()
     a = p.parse_args()
     if a.build:
-        return build_race()
+        return build_race(tuple(filter(None, a.build_only.split(","))))
     if a.smoke:
         return smoke(a.smoke)
     if a.profile:

@@ -38,6 +38,7 @@
 #include "sm90/wgmma.cuh"
 #include "sm90/prefill_wg.cuh"
 #include "sm90/prefill_ws.cuh"
+#include "sm90/prefill_tma.cuh"  // "tma" / "tmas" (experiment, v8): K through a TMA tensor map argument
 
 // Kernel symbols (build.py picks the list and passes it as VARIANTS(X) = X(H, D, BM, IMPL) ...):
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma path, f32 FMNMX+FFMA head reduce on the CUDA cores

@@ -523,8 +523,15 @@ class PreparedOp:
         spans_of = None
         if backend.needs_buffer_spans:
             spans_of = functools.partial(self._spans, shape)
-        go = backend.bind_launch(device.function(template.symbol), device.device_id, template.grid, template.block,
-                                 template.shared_mem, template.kernargs, template.pointer_offsets, spans_of)
+        bind = functools.partial(backend.bind_launch, device.function(template.symbol), device.device_id,
+                                 template.grid, template.block, template.shared_mem)
+        tensor_map = (template.config or {}).get("k_tensor_map")
+        if tensor_map is None:
+            go = bind(template.kernargs, template.pointer_offsets, spans_of)
+        else:  # K's tensor map is in the kernargs (sm_90a "tmas"): one bound launch per K pointer
+            from .dispatch.sm90_tensor_map import PerKPointerLaunch
+            go = PerKPointerLaunch(lambda kernargs: bind(kernargs, template.pointer_offsets, spans_of),
+                                   template.kernargs, tensor_map["slot"], tensor_map["n"], tensor_map["head_dim"])
         prepared = _Prepared(template, go)
         with self._lock:
             shape.prepared[alignment] = prepared

@@ -168,8 +168,11 @@ SM90 = "sm_90a"
 
 
 def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | None = None, ss_stages: bool = False,
-          experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None) -> Design:
+          experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None,
+          k_tensor_map: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
+    if k_tensor_map:  # the kernel takes a CUtensorMap of K after the common arguments (build.py, v8)
+        params["k_tensor_map"] = True
     if consumers:
         params["consumers"] = consumers
     if ss_stages:
@@ -180,7 +183,10 @@ def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | No
 
 SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
     _sm90("wg", "wgmma: one 64-token K tile per warpgroup step, N = BLOCK_M * heads, f32 head reduce on the "
-          "CUDA cores", logit_eps=2e-3, default_rank=0),
+          "CUDA cores", logit_eps=2e-3, default_rank=1),
+    _sm90("tmas", "warp-specialised SS wgmma: one producer lane fills an 8-stage K ring with TMA tensor copies "
+          "(128B swizzle; K's tensor map is a kernel argument), four consumer warpgroups (N = 128 each), weights "
+          "in shared memory (v8)", consumers=4, k_tensor_map=True, logit_eps=2e-3, default_rank=0),
     _sm90("wgr", "the wg score MMA with the head reduce on the tensor cores (relu + bf16 pack, bf16 mma.sync "
           "against block-diagonal weights)", logit_eps=1e-2),
     _sm90("ws", "warp-specialised wgmma: a producer warp fills a K ring with cp.async.bulk + mbarriers, two "
@@ -195,6 +201,8 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
     *[_sm90(n, "timing-only diagnostic (v6, wrong results)", experiment=True) for n in ("wfx", "wfd")],
     *[_sm90(n, f"warp-specialised with {c} consumer warpgroups (v7)", consumers=c, experiment=True)
       for n, c in (("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4))],
+    _sm90("tma", "tmas with the weights in registers (v8; spills at 112 registers, slower)", consumers=4,
+          k_tensor_map=True, experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared
@@ -203,7 +211,9 @@ SM90_INSTANCES: tuple[Sm90Instance, ...] = tuple(
     [Sm90Instance(h, d, bm, design) for design in ("wg", "wgr") for h in (32, 64, 128) for d in (64, 128)
      for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)]
     + [Sm90Instance(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
-    + [Sm90Instance(h, d, 256 // h, "ws") for h in (32, 64, 128) for d in (64, 128)])
+    + [Sm90Instance(h, d, 256 // h, "ws") for h in (32, 64, 128) for d in (64, 128)]
+    # "tmas": four consumers of N = 128, BLOCK_M = 4 * 128 / H
+    + [Sm90Instance(h, d, 512 // h, "tmas") for h in (32, 64, 128) for d in (64, 128)])
 
 # ---------------------------------------------------------------------------------------------------
 # the whole table

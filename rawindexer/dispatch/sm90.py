@@ -23,6 +23,12 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
 * ``ws3`` / ``ws4`` -- the same with 3 / 4 consumer warpgroups (issue order kept); ``ws4n`` 4 consumers, no order;
   ``wss`` 4 unordered consumers with both wgmma operands in shared memory, the K ring built by two producer warps
   with 16-byte cp.async (core-matrix layout); these four are built only by ``bench/race_sm90.py --build``
+* ``tmas`` -- (docs/PERFORMANCE.md v8) ``wss``'s structure with the K ring filled by one TMA tensor copy per 64-token
+  tile (128-byte swizzle): one block per SM of 5 warpgroups, one producer lane, four consumer warpgroups (N = 128
+  each) with both wgmma operands in shared memory, weights in shared memory; the kernel takes K's CUtensorMap after
+  the common arguments (dispatch/sm90_tensor_map.py encodes it per K pointer); ``tma`` -- the same with the weights
+  in registers (spills; experiment, ``bench/race_sm90.py --build``)
+* ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps, else ``wg``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
 
@@ -35,6 +41,7 @@ from math import ceil
 from pathlib import Path
 
 from .. import registry
+from . import sm90_tensor_map
 from ..validation import check_sizes
 from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
 
@@ -53,8 +60,15 @@ WS_CONSUMERS = {name: d.params["consumers"] for name, d in registry.SM90_DESIGNS
 WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
-#: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
-DEFAULT_IMPL = registry.default_designs(registry.PREFILL, registry.SM90)[0]  # "wg"
+#: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it): "auto" picks
+#: per problem among AUTO_IMPLS (registry default_rank order: "tmas", then "wg")
+AUTO = "auto"
+DEFAULT_IMPL = AUTO
+AUTO_IMPLS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg")
+#: "auto" takes "tmas" from this N on, "wg" below it (v8, H200, docs/results/race_sm90_v8_h200.log: 1024 x 1024
+#: wg 17.5 / tmas 28.5 us at H=32, 25.3 / 26.8 at H=64; from 4096 x 4096 on tmas wins 58 of the 64 race cases'
+#: 56 at N >= 4096) and only when the caller fixed no block_m / num_warps (those are the wg heuristic's knobs)
+AUTO_TMAS_MIN_N = 4096
 #: Per-logit gate |out - ref| <= eps * T of each implementation (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
 #: The fp8 wgmma forms ("wg", "ws") cannot reach the gfx950 designs' 1e-5: Hopper's fp8 tensor cores add
 #: the products with a shorter accumulator than fp32 (about 14 bits, per DeepSeek-V3's report on H800), so
@@ -62,6 +76,7 @@ DEFAULT_IMPL = registry.default_designs(registry.PREFILL, registry.SM90)[0]  # "
 #: "mma" (mma.sync, fp8 widened to f16 with exact products and fp32 accumulation) and "wgr" (bf16 head
 #: reduce, like gfx950's "mr") are the baselines.
 LOGIT_EPS = registry.logit_eps(registry.PREFILL, registry.SM90)
+LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_IMPLS)  # the gate of whichever "auto" picks
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
 DEFAULT_N = 128
 #: Hopper blocks resident per SM we aim to fill with row blocks x splits before splitting further
@@ -83,9 +98,18 @@ class Sm90Family(KernelFamily):
         super().__init__(build_dir)
         if impl is None:
             impl = os.environ.get("RAWINDEXER_SM90_IMPL") or DEFAULT_IMPL
-        if impl not in TILE_TOKENS:
-            raise ValueError(f"impl must be one of {sorted(TILE_TOKENS)}, got {impl!r}")
+        if impl not in TILE_TOKENS and impl != AUTO:
+            raise ValueError(f"impl must be one of {sorted([AUTO, *TILE_TOKENS])}, got {impl!r}")
         self.impl = impl
+        self._members = {name: Sm90Family(build_dir, impl=name) for name in AUTO_IMPLS} if impl == AUTO else {}
+
+    def _auto_member(self, problem: Problem, tunables: Tunables) -> "Sm90Family":
+        """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry, else "wg"."""
+        tmas, wg = self._members.get("tmas"), self._members["wg"]
+        if (tmas is not None and problem.N >= AUTO_TMAS_MIN_N and not tunables.block_m and not tunables.num_warps
+                and tmas.is_supported(problem.heads, problem.head_dim)):
+            return tmas
+        return wg
 
     def _variants(self, heads: int, head_dim: int) -> dict[int, str]:
         """BLOCK_M -> symbol for one (heads, head_dim) of this implementation."""
@@ -97,9 +121,13 @@ class Sm90Family(KernelFamily):
         return found
 
     def is_supported(self, heads: int, head_dim: int) -> bool:
+        if self.impl == AUTO:
+            return any(f.is_supported(heads, head_dim) for f in self._members.values())
         return bool(self._variants(heads, head_dim))
 
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
+        if self.impl == AUTO:
+            return self._auto_member(problem, tunables).plan(problem, tunables, pointers, compute_units)
         p, t = problem, tunables
         variants = self._variants(p.heads, p.head_dim)
         if not variants:
@@ -172,20 +200,28 @@ class Sm90Family(KernelFamily):
                      num_warps: int, flags: int, reverse: bool, shared_mem: int) -> LaunchPlan:
         """The plan of one resolved launch: grid (row blocks, split_n), 32 * num_warps threads, packed kernargs."""
         entry = self.target["kernels"][symbol]
+        map_slot = sm90_tensor_map.k_map_slot(entry["args"])
         values = {
             "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
             "cu_seqlen_ks": pointers.cu_seqlen_ks, "cu_seqlen_ke": pointers.cu_seqlen_ke, "out": pointers.out,
             "out_row_stride": p.out_row_stride, "M": p.M, "N": p.N, "split_n": split_n,
             "num_warps": num_warps, "flags": flags,
         }
+        config = {"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
+                  "reverse_rows": reverse, "unroll2": False}
+        if map_slot is None:
+            kernargs = pack_kernargs(entry["args"], values, entry["kernarg_size"])
+        else:  # K's tensor map (v8 "tmas"): encoded for pointers.k; launch_path re-encodes per K pointer
+            kernargs = pack_kernargs([a for a in entry["args"] if a is not map_slot], values, entry["kernarg_size"])
+            kernargs = sm90_tensor_map.pack_tensor_map_kernargs(kernargs, map_slot, pointers.k, p.N, p.head_dim)
+            config["k_tensor_map"] = {"slot": dict(map_slot), "n": p.N, "head_dim": p.head_dim}
         return LaunchPlan(
             symbol=symbol,
             grid=(row_blocks, split_n, 1),
             block=(32 * num_warps, 1, 1),
-            kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
+            kernargs=kernargs,
             shared_mem=shared_mem,
-            config={"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
-                    "reverse_rows": reverse, "unroll2": False},
+            config=config,
         )
 
     def _plan_ws(self, p: Problem, t: Tunables, pointers: Pointers, compute_units: int, symbol: str,
@@ -215,4 +251,6 @@ class Sm90Family(KernelFamily):
             flags |= FLAG_VEC4_FILL
         shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.impl] * p.head_dim
                       + consumers * nq * 4)
+        if registry.SM90_DESIGNS[self.impl].params.get("k_tensor_map"):
+            shared_mem = sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
         return self._launch_plan(symbol, p, pointers, block_m, row_blocks, split_n, warps, flags, reverse, shared_mem)

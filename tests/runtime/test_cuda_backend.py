@@ -37,12 +37,20 @@ def test_every_variant_built_without_spills_or_local_memory(sm90_target):
 
 
 def test_kernarg_layout_matches_the_gfx950_argument_list(sm90_target):
+    """Every kernel takes the gfx950 argument list at the gfx950 offsets; the TMA designs ("tmas") add K's 128-byte
+    tensor map after it, where the parameter bank address (c[0x0][0x210] + offset) is 64-byte aligned."""
     _, target = sm90_target
     for name, k in target["kernels"].items():
-        assert [a["name"] for a in k["args"]] == [n for n, _ in build.KERNEL_ARGS], name
-        assert [a["offset"] for a in k["args"]] == EXPECTED_OFFSETS, name
-        assert [a["size"] for a in k["args"]] == [s for _, s in build.KERNEL_ARGS], name
-        assert k["kernarg_size"] == 84, name
+        common = k["args"][:len(build.KERNEL_ARGS)]
+        assert [a["name"] for a in common] == [n for n, _ in build.KERNEL_ARGS], name
+        assert [a["offset"] for a in common] == EXPECTED_OFFSETS, name
+        assert [a["size"] for a in common] == [s for _, s in build.KERNEL_ARGS], name
+        if k["params"]["impl"] == "tmas":
+            (extra,) = k["args"][len(build.KERNEL_ARGS):]
+            assert (extra["name"], extra["size"]) == ("k_map", 128) and (0x210 + extra["offset"]) % 64 == 0, name
+            assert k["kernarg_size"] == extra["offset"] + 128, name
+        else:
+            assert len(k["args"]) == len(build.KERNEL_ARGS) and k["kernarg_size"] == 84, name
 
 
 def test_coverage_of_heads_and_dims(sm90_target):
@@ -66,8 +74,9 @@ ptxas info    : Used 128 registers, used 1 barriers, 8 bytes cumulative stack si
 # host heuristic
 # ---------------------------------------------------------------------------------------------------
 def _family(sm90_target):
+    """The "wg" heuristic (the default "auto" plans with it below N = 4096 and for callers' block_m / num_warps)."""
     from rawindexer.dispatch.sm90 import Sm90Family
-    return Sm90Family(build_dir=sm90_target[0])
+    return Sm90Family(build_dir=sm90_target[0], impl="wg")
 
 
 PTRS = Pointers(*[1 << 20] * 7)
@@ -182,7 +191,7 @@ def test_mirror_variant_is_built_and_selectable(sm90_target, monkeypatch):
     monkeypatch.setenv("RAWINDEXER_SM90_IMPL", "wgr")
     assert Sm90Family(build_dir).impl == "wgr"
     monkeypatch.delenv("RAWINDEXER_SM90_IMPL")
-    assert Sm90Family(build_dir).impl == DEFAULT_IMPL == "wg"
+    assert Sm90Family(build_dir).impl == DEFAULT_IMPL == "auto"
 
 
 def test_backend_host_copies(fake_driver):

@@ -1,0 +1,326 @@
+// ===================================================================================================
+// Warp-specialised SS-wgmma path fed by TMA tensor copies (designs "tma" and "tmas", experiment; issue 14,
+// docs/PERFORMANCE.md v8).
+//
+// What v7 left untried: "wss" had the right shape (four unordered consumer warpgroups at 112 registers, both
+// wgmma operands from shared memory, the K tile fetched once per block for all of them) but built the tile with
+// 16-byte cp.async from 64 producer threads into the no-swizzle core-matrix layout. Here one lane of the
+// producer warp issues one cp.async.bulk.tensor per 64-token tile through a tensor map of K with 128-byte
+// swizzle (64-byte at D = 64), the layout wgmma reads at full rate, completed on the stage's mbarrier by
+// transaction count; no producer-side fences, no LDGSTS, no lag.
+//
+// The tensor map is one extra kernel parameter after the common argument list: `const __grid_constant__
+// TmaMap k_map` (CUtensorMap's 128 opaque bytes, 64-byte aligned in the kernel-argument buffer), encoded on the
+// host by cuTensorMapEncodeTiled over K as a 2-D uint8 tensor {D, N} with box {D, 64}; tokens past N arrive as
+// zeros (their logits are never stored).
+//
+// Block = 5 warpgroups, one block per SM (__launch_bounds__(640, 1)):
+//   * warpgroup 0: warp 0 lane 0 = the TMA producer over a TMA_STAGES-deep ring; warps 1-3 = the fused -inf
+//     fill of [0, lo) and [hi, N). setmaxnreg.dec to 32.
+//   * warpgroups 1-4: consumers (setmaxnreg.inc to 112). Consumer c owns rows [c*BM/4, (c+1)*BM/4) of the block,
+//     wgmma N = 128 (= BM/4 * H), its Q in shared memory in the same swizzled layout (written by ordinary stores
+//     once per block, then fence.proxy.async). Per tile: wait full, 4 (D=128) SS wgmmas, wait, release the stage
+//     (one arrive per warp), exact f32 epilogue as "wg"/"wss". Weights in registers ("tma", as DeepGEMM's math
+//     warpgroups hold them) or in shared memory ("tmas", if the former spills).
+//
+// Shared-memory layout of both operands (K-major, "swizzle-128B" at D = 128): row n of a buffer is D contiguous
+// bytes at n * D; its 16-byte chunk j sits at chunk j ^ ((n * D / 128) % (D / 16)) -- address bits [4, 4+log2(D/16))
+// XORed with bits [7, ...). Matrix descriptor: start >> 4, LBO unused (0), SBO = 8 * D (one 8-row group), layout
+// type 1 (128B) or 2 (64B) in bits 62-63; k-step s starts 32 * s bytes into the row. Buffers 1024-byte aligned.
+// ===================================================================================================
+#pragma once
+#include "common.cuh"
+#include "wgmma.cuh"
+#include "prefill_ws.cuh"  // mbarrier / setmaxnreg / named-barrier helpers and the CTA-pool register rule
+
+constexpr int TMA_NC = 4;          // consumer warpgroups
+constexpr int TMA_STAGES = 8;      // K tiles in flight (8 KB each at D = 128); mirrored in bench/race_sm90.py
+constexpr int TMA_TILE = 64;       // tokens per tile = the wgmma M of one consumer
+constexpr int TMA_SMEM_ALIGN = 1024;  // the 128B-swizzle pattern repeats every 8 rows of 128 bytes
+
+// CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned (cuda.h not needed on the device side).
+struct __align__(64) TmaMap {
+  unsigned long long opaque[16];
+};
+
+// Where byte `a` of an unswizzled row-major [rows, D] buffer lands under the swizzle TMA and wgmma share.
+template <int D>
+__device__ __forceinline__ uint32_t swizzled(uint32_t a) {
+  static_assert(D == 64 || D == 128, "TMA design: D = 64 (64B swizzle) or 128 (128B swizzle)");
+  return a ^ (((a >> 7) & (D / 16 - 1)) << 4);
+}
+
+template <int D>
+__device__ __forceinline__ uint64_t swizzled_desc(uint32_t addr) {
+  constexpr uint64_t layout = D == 128 ? 1 : 2;  // sm_90 descriptor: 1 = 128B swizzle, 2 = 64B swizzle
+  return (uint64_t)((addr >> 4) & 0x3FFF) | ((uint64_t)(((8 * D) >> 4) & 0x3FFF) << 32) | (layout << 62);
+}
+
+// One tile of K: box {D bytes, TMA_TILE tokens} at (0, token) into `dst`, completion counted on `bar`.
+__device__ __forceinline__ void tma_load_tile(uint32_t dst, const TmaMap* map, int token, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(token), "r"(bar)
+      : "memory");
+}
+
+// -inf over [a, b) of one row by the fill warps (thread t0 of `step`), float4 stores in the 16-byte-aligned middle
+// when `vec4`: common.cuh's fill_neg_inf with its loops kept rolled, which the producer warpgroup needs to stay
+// within its 32 registers (the unrolled form spilled 8-40 bytes there).
+__device__ __forceinline__ void tma_fill_neg_inf(float* __restrict__ row, int a, int b, bool vec4, int t0, int step) {
+  const float ninf = -__int_as_float(0x7f800000);
+  if (b <= a) return;
+  int a4 = a, b4 = a;
+  if (vec4) {
+    a4 = min(b, (a + 3) & ~3);
+    b4 = max(a4, b & ~3);
+    float4* v = reinterpret_cast<float4*>(row + a4);
+    const int n4 = (b4 - a4) >> 2;
+#pragma unroll 1
+    for (int i = t0; i < n4; i += step) v[i] = make_float4(ninf, ninf, ninf, ninf);
+  }
+  const int head = a4 - a, rest = head + (b - b4);
+#pragma unroll 1
+  for (int i = t0; i < rest; i += step) row[i < head ? a + i : b4 + (i - head)] = ninf;
+}
+
+// Dynamic shared memory of one block (bench/race_sm90.py computes the same sum plus TMA_SMEM_ALIGN of slack):
+//   Q (TMA_NC * 128 * D) | K ring (TMA_STAGES * TMA_TILE * D) | weights (TMA_NC * 128 f32, "tmas") |
+//   windows (BM int2) | full and empty mbarriers (2 * TMA_STAGES u64)
+template <int H, int D, int BM, bool WREG>
+__device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
+                                                        const float* __restrict__ weights,
+                                                        const int* __restrict__ cu_seqlen_ks,
+                                                        const int* __restrict__ cu_seqlen_ke, float* __restrict__ out,
+                                                        i64 out_row_stride, int M, int N, int split_n, int flags,
+                                                        const TmaMap& k_map) {
+  constexpr int NC = TMA_NC;
+  constexpr int BMW = BM / NC;  // rows per consumer
+  constexpr int NQ = BMW * H;   // wgmma N of one consumer
+  constexpr int THREADS = ws_threads<NC>();
+  static_assert(BM % NC == 0 && NQ == 128, "TMA design: BLOCK_M = 4 * 128 / H (wgmma N = 128 per consumer)");
+  static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
+                "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
+  constexpr int KS = D / 32, NACC = NQ / 2;
+  constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
+  constexpr uint32_t STAGE_BYTES = TMA_TILE * D, Q_BYTES = NQ * D;
+
+  extern __shared__ u8 dyn_raw[];
+  const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(dyn_raw);
+  u8* const dyn_s = dyn_raw + ((TMA_SMEM_ALIGN - (raw0 % TMA_SMEM_ALIGN)) % TMA_SMEM_ALIGN);
+  u8* const q_all = dyn_s;                                                   // [NC][NQ * D], swizzled
+  u8* const ring_s = q_all + NC * Q_BYTES;                                   // [TMA_STAGES][STAGE_BYTES], swizzled
+  float* const w_all = reinterpret_cast<float*>(ring_s + TMA_STAGES * STAGE_BYTES);  // [NC][NQ] ("tmas")
+  int2* const win_s = reinterpret_cast<int2*>(w_all + NC * NQ);              // [BM]
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_s + BM);            // full[STAGES], empty[STAGES]
+  static_assert((NC * NQ * 4 + BM * 8) % 8 == 0, "mbarriers 8-byte aligned");
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1);
+  const int warp = tid / WARP;
+  const int wgi = warp / 4, wq = warp % 4;
+  const int gid = lane >> 2, tig = lane & 3;
+
+  const RowBlock rb = row_block_of<BM>(M, flags);
+  const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
+  const bool clean = rb.clean;
+  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
+  if (tid == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
+
+  // Q of consumer c = rows [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order.
+  const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
+  for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
+    const int c = idx / (NQ * (D / 16));
+    const int rest = idx % (NQ * (D / 16));
+    const int n = rest / (D / 16), j = rest % (D / 16);
+    const int r = c * BMW + n / H;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + 16 * j);
+    *reinterpret_cast<uint4*>(q_all + c * Q_BYTES + swizzled<D>(n * D + 16 * j)) = v;
+  }
+  if constexpr (!WREG) {
+    for (int idx = tid; idx < NC * NQ; idx += THREADS) {
+      const int r = idx / H;  // consumer c's rows follow each other: idx = (c * BMW + row) * H + head
+      w_all[idx] = r < nrows ? weights[(i64)(m0 + r) * H + idx % H] : 0.0f;
+    }
+  }
+  const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars);
+  const uint32_t empty0 = full0 + 8 * TMA_STAGES;
+  const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < TMA_STAGES; ++s) {
+      mbar_init(full0 + 8 * s, 1);        // the producer's arrive.expect_tx (+ the copy's bytes)
+      mbar_init(empty0 + 8 * s, 4 * NC);  // one arrive per consumer warp, once its wgmma has read the tile
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q (generic stores) is read by wgmma
+  __syncthreads();
+
+  int lo = N, hi = 0;
+#pragma unroll
+  for (int r = 0; r < BM; ++r) {
+    const int2 w = win_s[r];
+    if (w.y > w.x) {
+      lo = min(lo, w.x);
+      hi = max(hi, w.y);
+    }
+  }
+  if (hi <= lo) lo = hi = 0;
+  lo = __shfl_sync(0xffffffffu, lo, 0);
+  hi = __shfl_sync(0xffffffffu, hi, 0);
+  const int tiles = (hi - lo + TMA_TILE - 1) / TMA_TILE;
+  const int tile_begin = (int)((i64)tiles * split / split_n);
+  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+
+  if (wgi == 0) {
+    setmaxnreg_dec<ws_producer_regs<NC>()>();
+    if (warp == 0) {
+      if (lane == 0) {
+        int stage = 0;
+        uint32_t phase = 0;
+        for (int t = tile_begin, i = 0; t < tile_end; ++t, ++i) {
+          if (i >= TMA_STAGES) mbar_wait(empty0 + 8 * stage, phase ^ 1);
+          mbar_arrive_expect_tx(full0 + 8 * stage, STAGE_BYTES);  // the whole box counts, zero-filled rows too
+          tma_load_tile(ring0 + stage * STAGE_BYTES, &k_map, lo + t * TMA_TILE, full0 + 8 * stage);
+          if (++stage == TMA_STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    } else if (clean) {
+      // DESIGN: fused -inf fill, overlapped with the consumers' tiles (disjoint columns).
+      const int t0 = (split * 3 + (warp - 1)) * WARP + lane, step = split_n * 3 * WARP;
+      const bool vec4 = flags & FLAG_VEC4_FILL;
+      float* dst_row = out + (i64)m0 * out_row_stride;
+#pragma unroll 1
+      for (int r = 0; r < nrows; ++r, dst_row += out_row_stride) {
+        tma_fill_neg_inf(dst_row, 0, lo, vec4, t0, step);
+        tma_fill_neg_inf(dst_row, hi, N, vec4, t0, step);
+      }
+    }
+  } else {
+    setmaxnreg_inc<ws_consumer_regs<NC>()>();
+    const int wg = wgi - 1;  // consumer index: rows [wg * BMW, (wg + 1) * BMW) of the block
+    const int r0 = wg * BMW;
+    // Accumulator column group j holds columns 8j + 2tig + {0, 1} = (row 8j / H, heads 8j % H + 2tig + {0, 1}).
+    float2 wr[WREG ? NQ / 8 : 1];
+    if constexpr (WREG) {
+#pragma unroll
+      for (int j = 0; j < NQ / 8; ++j) {
+        const int r = r0 + (8 * j) / H, h = (8 * j) % H + 2 * tig;
+        const float* wp = weights + (i64)(m0 + r) * H + h;  // 4-byte aligned only: two scalar loads
+        wr[j] = r < nrows ? make_float2(wp[0], wp[1]) : make_float2(0.f, 0.f);
+      }
+    }
+    const float* const w_s = w_all + wg * NQ;
+    auto weight = [&](int j) {
+      if constexpr (WREG) return wr[j];
+      else return *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig);
+    };
+    // The union of this consumer's windows: a tile outside it needs no wgmma (only -inf stores under clean).
+    int clo = N, chi = 0;
+#pragma unroll
+    for (int r = 0; r < BMW; ++r) {
+      const int2 w = win_s[r0 + r];
+      if (w.y > w.x) {
+        clo = min(clo, w.x);
+        chi = max(chi, w.y);
+      }
+    }
+    const uint32_t q_base = q0 + wg * Q_BYTES;
+
+    auto put = [&](int r, int tok, bool hit, float v) {  // r: row of this consumer
+      if (r0 + r < nrows && tok < hi) {
+        const int2 w = win_s[r0 + r];
+        float* dst = out + (i64)(m0 + r0 + r) * out_row_stride + tok;
+        if (hit && tok >= w.x && tok < w.y)
+          *dst = v;
+        else if (clean)
+          *dst = -__int_as_float(0x7f800000);
+      }
+    };
+
+    float acc[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int t = tile_begin; t < tile_end; ++t) {
+      const int base = lo + t * TMA_TILE;
+      const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
+      const float sc0 = __ldg(kv_scale + min(tok0, hi - 1));
+      const float sc1 = __ldg(kv_scale + min(tok0 + 8, hi - 1));
+      const bool hit = base < chi && base + TMA_TILE > clo;
+      mbar_wait(full0 + 8 * stage, phase);
+      if (hit) {
+        const uint32_t k_base = ring0 + stage * STAGE_BYTES;
+        fence_regs(acc);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < KS; ++s)
+          wgmma_ss_k32<NQ>(acc, swizzled_desc<D>(k_base + 32 * s), swizzled_desc<D>(q_base + 32 * s), s > 0);
+        fence_regs(acc);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        wgmma_wait<0>();
+        fence_regs(acc);
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(empty0 + 8 * stage);  // this warp's share of the wgmma has read the tile
+      if (++stage == TMA_STAGES) {
+        stage = 0;
+        phase ^= 1;
+      }
+      // Exact f32 head reduction (as "wg"), kv_scale after it (kv_scale >= 0 commutes with the ReLU).
+      float res[VPL];
+      if (hit) {
+        // Two FMA chains per (row, token) (even / odd head of each pair), added at the end: 4 * BMW independent
+        // chains per warp instead of 2 * BMW, so the latency-bound chain of v7 is half as deep.
+        float part[V], odd[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NQ / 8; ++j) {
+          const int r = j / (H / 8);
+          const float2 w = weight(j);
+          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+          odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
+          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+          odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) part[v] += odd[v];
+        if constexpr (V >= 4) {
+          reduce_scatter<V / 2>(part, res, tig);
+        } else {
+          const bool up2 = tig & 2;
+          float x = up2 ? part[1] : part[0];
+          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+        }
+      }
+#pragma unroll
+      for (int i2 = 0; i2 < VPL; ++i2) {
+        const int v = V >= 4 ? VPL * tig + i2 : (tig >> 1);
+        const int r = v >> 1, hh = v & 1;
+        if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i2] * (hh ? sc1 : sc0) : 0.0f);
+      }
+    }
+  }
+}
+
+// Kernel symbols fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_tma / _tmas: the common argument list, then the tensor map
+// of K (build.py's SM90_TENSOR_MAP_ARGS; the `k` pointer stays in the list, unused, so every design packs alike).
+#define TMA_KERNEL(H, D, BM, SUFFIX, WREG)                                                                          \
+  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                            \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {  \
+    (void)k;                                                                                                       \
+    (void)num_warps;                                                                                               \
+    fp8_mqa_logits_tma_body<H, D, BM, WREG>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, \
+                                            M, N, split_n, flags, k_map);                                          \
+  }
+#define INSTANTIATE_tma(H, D, BM) TMA_KERNEL(H, D, BM, tma, true)
+#define INSTANTIATE_tmas(H, D, BM) TMA_KERNEL(H, D, BM, tmas, false)

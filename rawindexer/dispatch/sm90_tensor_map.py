@@ -1,0 +1,117 @@
+"""K's TMA tensor map for the sm_90a designs that read K through the bulk tensor copy engine ("tmas", "tma";
+kernels/sm90/prefill_tma.cuh, docs/PERFORMANCE.md v8).
+
+Those kernels take the common argument list plus one ``const __grid_constant__`` CUtensorMap of K (128 opaque
+bytes; the cubin gives its slot, ``k_map``: offset 112 at sm_90a, where the parameter bank address is 64-byte
+aligned). The map holds K's address, so a plan's kernargs are only right for the K pointer they were encoded for:
+
+* :func:`pack_tensor_map_kernargs` packs a plan's kernargs with the map of ``pointers.k`` written into its slot and
+  records the slot in ``config["k_tensor_map"]``;
+* :class:`PerKPointerLaunch` is the prepared launch of such a template: one backend-bound launch per distinct K
+  pointer (the map re-encoded only when the K pointer changes; a serving loop over one K buffer encodes once).
+
+Encoding is ``cuTensorMapEncodeTiled`` (driver API, host-only, no device work) through cuda-bindings, cached by
+(K pointer, N, D); :data:`encoder` can be replaced (tests use a fake driver without it).
+"""
+from __future__ import annotations
+
+import struct
+import threading
+from functools import lru_cache
+from typing import Any, Callable
+
+#: kernels/sm90/prefill_tma.cuh: TMA_STAGES, TMA_TILE, TMA_SMEM_ALIGN
+TMA_STAGES = 8
+TMA_TILE = 64
+TMA_SMEM_ALIGN = 1024
+#: the kernel argument that holds the map, and its size
+K_MAP_ARG = "k_map"
+K_MAP_BYTES = 128
+#: K's index in a call's pointer tuple (Pointers order: q, k, kv_scale, weights, ks, ke, out)
+K_POINTER_INDEX = 1
+#: distinct K pointers one prepared launch keeps bound before it starts over
+MAX_BOUND_K_POINTERS = 64
+
+
+def shared_mem(block_m: int, heads: int, head_dim: int, consumers: int) -> int:
+    """Dynamic shared memory of one block: Q, the K ring, weights, windows, mbarriers and the alignment slack
+    (the kernel aligns its buffers to TMA_SMEM_ALIGN itself)."""
+    nq = block_m // consumers * heads
+    return (consumers * nq * head_dim + TMA_STAGES * TMA_TILE * head_dim + consumers * nq * 4 + block_m * 8
+            + 2 * TMA_STAGES * 8 + TMA_SMEM_ALIGN)
+
+
+@lru_cache(maxsize=256)
+def encode_with_cuda_bindings(k_ptr: int, n: int, head_dim: int) -> bytes:
+    """The 128 bytes of a CUtensorMap over K (uint8 [N, head_dim], rows contiguous): box {head_dim, TMA_TILE
+    tokens}, 128-byte swizzle at head_dim 128 (64-byte at 64), zeros past N, L2 promotion 256 B."""
+    import ctypes
+
+    from cuda.bindings import driver as cu
+
+    swizzle = {128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+               64: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B}[head_dim]
+    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, k_ptr, [u64(head_dim), u64(n)], [u64(head_dim)],
+        [u32(head_dim), u32(TMA_TILE)], [u32(1), u32(1)], cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle, cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled(k=0x{k_ptr:x}, N={n}, head_dim={head_dim}) failed: {err}")
+    return ctypes.string_at(tmap.getPtr(), K_MAP_BYTES)
+
+
+#: (k_ptr, n, head_dim) -> the map's 128 bytes; replaceable (tests)
+encoder: Callable[[int, int, int], bytes] = encode_with_cuda_bindings
+
+
+def k_map_slot(args: list[dict]) -> dict | None:
+    """The manifest's ``k_map`` argument of a kernel, None for kernels without one."""
+    return next((a for a in args if a["name"] == K_MAP_ARG), None)
+
+
+def encode(k_ptr: int, n: int, head_dim: int) -> bytes:
+    if k_ptr % 16 or head_dim not in (64, 128):
+        raise ValueError(f"k: the TMA designs need K 16-byte aligned and head_dim 64 or 128, got "
+                         f"k % 16 = {k_ptr % 16}, head_dim = {head_dim}")
+    data = encoder(k_ptr, n, head_dim)
+    if len(data) != K_MAP_BYTES:
+        raise RuntimeError(f"tensor map encoder returned {len(data)} bytes, expected {K_MAP_BYTES}")
+    return data
+
+
+def pack_tensor_map_kernargs(kernargs: bytes, slot: dict, k_ptr: int, n: int, head_dim: int) -> bytes:
+    """``kernargs`` (packed without the map) with the map of K at ``k_ptr`` written into ``slot``."""
+    if slot["size"] != K_MAP_BYTES or slot["offset"] + K_MAP_BYTES > len(kernargs):
+        raise RuntimeError(f"k_map slot {slot} does not fit a {K_MAP_BYTES}-byte map in {len(kernargs)} bytes")
+    buf = bytearray(kernargs)
+    buf[slot["offset"]:slot["offset"] + K_MAP_BYTES] = encode(k_ptr, n, head_dim)
+    return bytes(buf)
+
+
+class PerKPointerLaunch:
+    """The prepared launch ``go(stream, *pointers)`` of a template whose kernargs hold K's tensor map: one launch
+    bound by ``bind(kernargs)`` per distinct K pointer, each with the map of that pointer in its kernargs."""
+
+    __slots__ = ("_bind", "_kernargs", "_slot", "_n", "_head_dim", "_bound", "_lock")
+
+    def __init__(self, bind: Callable[[bytes], Callable[..., None]], kernargs: bytes, slot: dict, n: int,
+                 head_dim: int) -> None:
+        self._bind, self._kernargs, self._slot = bind, kernargs, slot
+        self._n, self._head_dim = n, head_dim
+        self._bound: dict[int, Callable[..., None]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, stream: Any, *pointers: int) -> None:
+        k_ptr = pointers[K_POINTER_INDEX]
+        go = self._bound.get(k_ptr)
+        if go is None:
+            if not isinstance(k_ptr, int):
+                raise struct.error(f"k: expected an int address, got {type(k_ptr).__name__}")
+            go = self._bind(pack_tensor_map_kernargs(self._kernargs, self._slot, k_ptr, self._n, self._head_dim))
+            with self._lock:
+                if len(self._bound) >= MAX_BOUND_K_POINTERS:
+                    self._bound.clear()
+                self._bound[k_ptr] = go
+        go(stream, *pointers)

@@ -1,0 +1,133 @@
+"""The sm_90a "tmas" design on the CPU: K's tensor map in the kernargs (dispatch/sm90_tensor_map.py), the "auto"
+default's choice between "tmas" and "wg", and the launch path's re-encoding per K pointer against a fake driver
+(the encoder is replaced: cuTensorMapEncodeTiled needs a real driver)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import rawindexer
+from rawindexer import api
+from rawindexer.dispatch import sm90_tensor_map
+from rawindexer.dispatch.base import Pointers, Problem, Tunables
+
+from fake_cuda import stream_of, two_gpu_node
+
+
+def _has_tmas() -> bool:
+    from rawindexer.kernel_files import kernel_dir
+
+    manifest = kernel_dir() / "manifest.json"
+    if not manifest.exists():
+        return False
+    kernels = json.loads(manifest.read_text()).get("targets", {}).get("sm_90a", {}).get("kernels", {})
+    return any(k["params"].get("impl") == "tmas" for k in kernels.values())
+
+
+pytestmark = pytest.mark.skipif(not _has_tmas(), reason="the kernel directory has no sm_90a tmas kernels (run make)")
+
+
+def fake_map(k_ptr: int, n: int, head_dim: int) -> bytes:
+    """128 bytes that name their inputs, so a test can read back which K pointer a launch's map was made for."""
+    return k_ptr.to_bytes(8, "little") + n.to_bytes(8, "little") + head_dim.to_bytes(8, "little") + bytes(104)
+
+
+@pytest.fixture
+def encoder(monkeypatch):
+    calls: list[tuple[int, int, int]] = []
+
+    def encode(k_ptr: int, n: int, head_dim: int) -> bytes:
+        calls.append((k_ptr, n, head_dim))
+        return fake_map(k_ptr, n, head_dim)
+
+    monkeypatch.setattr(sm90_tensor_map, "encoder", encode)
+    return calls
+
+
+def _family(impl: str | None = None):
+    from rawindexer.dispatch.sm90 import Sm90Family
+    from rawindexer.kernel_files import kernel_dir
+
+    return Sm90Family(kernel_dir(), impl=impl)
+
+
+def _slot(plan) -> dict:
+    return plan.config["k_tensor_map"]["slot"]
+
+
+PTRS = Pointers(*[0x100000 * (i + 1) for i in range(7)])
+
+
+def test_tmas_plan_carries_the_map_of_its_k_pointer(encoder):
+    plan = _family("tmas").plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
+    assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm16_tmas"
+    assert plan.block == (640, 1, 1) and plan.grid == (256, 1, 1)
+    assert plan.shared_mem == sm90_tensor_map.shared_mem(16, 32, 128, 4) <= 227 * 1024
+    slot = _slot(plan)
+    assert plan.kernargs[slot["offset"]:slot["offset"] + 128] == fake_map(PTRS.k, 32768, 128)
+    assert int.from_bytes(plan.kernargs[8:16], "little") == PTRS.k, "the k slot keeps the pointer too"
+    assert encoder == [(PTRS.k, 32768, 128)]
+
+
+def test_auto_takes_tmas_for_long_rows_and_wg_otherwise(encoder):
+    fam = _family()
+    assert fam.impl == "auto" and fam.is_supported(64, 128) and fam.is_supported(32, 64)
+    long_rows = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(), PTRS, 132)
+    assert long_rows.config["impl"] == "tmas" and long_rows.symbol.endswith("_bm8_tmas")
+    short_rows = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
+    assert short_rows.config["impl"] == "wg" and "k_tensor_map" not in short_rows.config
+    # a caller's block_m / num_warps are the wg heuristic's knobs: auto honours them with wg
+    fixed = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(block_m=2), PTRS, 132)
+    assert fixed.config["impl"] == "wg" and fixed.config["block_m"] == 2
+
+
+def test_tmas_rejects_a_misaligned_k(encoder):
+    with pytest.raises(ValueError, match="16-byte"):
+        _family("tmas").plan(Problem(64, 8192, 32, 128, 8192, True), Tunables(),
+                             Pointers(16, 8, 16, 16, 16, 16, 16), 132)
+
+
+def test_per_k_pointer_launch_rebinds_only_when_k_changes(encoder):
+    bound: list[bytes] = []
+    launched: list[tuple] = []
+
+    def bind(kernargs: bytes):
+        bound.append(kernargs)
+        index = len(bound) - 1
+        return lambda stream, *ptrs: launched.append((index, stream, ptrs))
+
+    slot = {"name": "k_map", "offset": 112, "size": 128}
+    go = sm90_tensor_map.PerKPointerLaunch(bind, bytes(240), slot, 8192, 128)
+    a, b = (0x1000, 0x2000, 0x3000, 0, 0, 0, 0), (0x1000, 0x4000, 0x3000, 0, 0, 0, 0)
+    go(7, *a)
+    go(7, *a)
+    go(8, *b)
+    go(9, *a)
+    assert [i for i, _, _ in launched] == [0, 0, 1, 0] and len(bound) == 2
+    assert bound[0][112:240] == fake_map(0x2000, 8192, 128) and bound[1][112:240] == fake_map(0x4000, 8192, 128)
+    assert encoder == [(0x2000, 8192, 128), (0x4000, 8192, 128)]
+
+
+@pytest.fixture(params=["bindings", "ctypes", "shim"])
+def cuda2(monkeypatch, request):
+    return two_gpu_node(monkeypatch, request.param)
+
+
+def test_launch_path_writes_the_map_of_each_calls_k(cuda2, encoder):
+    """The default ("auto") on long rows launches tmas through the launch path; each distinct K pointer gets its
+    own map, a repeated one reuses the bound launch."""
+    api._RAW.clear()
+    ptrs = [0x100000 * (i + 1) for i in range(7)]
+    other_k = ptrs[:1] + [0x900000] + ptrs[2:]
+    kw = dict(M=64, N=8192, num_heads=64, head_dim=128, stream=stream_of(0, 5), device="cuda")
+    for p in (ptrs, ptrs, other_k, ptrs):
+        t = rawindexer.launch(*p, **kw)
+        args = cuda2.launches()[-1][1][7]
+        slot = t.config["k_tensor_map"]["slot"]
+        assert t.symbol.endswith("_tmas")
+        assert args[slot["offset"]:slot["offset"] + 128] == fake_map(p[1], 8192, 128)
+        assert tuple(int.from_bytes(args[8 * i:8 * i + 8], "little") for i in range(7)) == tuple(p)
+    # the template's placeholder K, then one map per real K pointer (the repeats reuse theirs)
+    assert [c[0] for c in encoder[1:]] == [ptrs[1], other_k[1]]
+    api._RAW.clear()
