@@ -330,7 +330,7 @@ NAN_CASES = [(M, N, H, D) for (M, N) in ((7, 100), (64, 333)) for H in HEADS for
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("impl", ["api", "mma"])
+@pytest.mark.parametrize("impl", ["api", "mma", "wg", "tmas"])
 def test_nan_contract_sm90(impl):
     _need_gpu()
     results = [nan_contract_case(M, N, H, D, seed=M + N + H + D, impl=impl) for M, N, H, D in NAN_CASES]
@@ -494,7 +494,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small shapes, all heads/dims/modes")
     parser.add_argument("--full", action="store_true", help="all 14 shapes")
-    parser.add_argument("--mma", action="store_true", help="also the mma.sync path on small shapes")
+    parser.add_argument("--mma", action="store_true", help="also the mma.sync path on small shapes (= --designs mma)")
+    parser.add_argument("--designs", default="", help="comma-separated sm_90a designs (e.g. wg,tmas,mma) also swept "
+                                                      "on small shapes through the family directly, whatever the "
+                                                      "default would pick there")
     parser.add_argument("--interop", action="store_true", help="only the torch / CuPy / JAX interop checks")
     parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api and mma)")
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
@@ -510,7 +513,7 @@ def main() -> int:
 
     if args.nan:
         fails = 0
-        for impl in ("api", "mma"):
+        for impl in ("api", "mma", "wg", "tmas"):  # "auto" picks wg or tmas by shape: both, whatever the shape
             for M, N, H, D in NAN_CASES:
                 ok, msg = nan_contract_case(M, N, H, D, seed=M + N + H + D, impl=impl)
                 fails += not ok
@@ -535,8 +538,11 @@ def main() -> int:
         runs = [(SHAPES, HEADS, DIMS, MODES, "api")]
     else:
         runs = [([s for s in SHAPES if s[0] * s[1] <= 2_000_000], HEADS, DIMS, MODES, "api")]
-    if args.mma:
-        runs.append(([(17, 76), (61, 1024), (1024, 1560), (128, 1024)], HEADS, DIMS, MODES, "mma"))
+    designs = [d for d in args.designs.split(",") if d] + (["mma"] if args.mma and "mma" not in args.designs else [])
+    for design in designs:
+        small = [(17, 76), (61, 1024), (128, 64)] if args.sanitizer_subset else [(17, 76), (61, 1024), (1024, 1560),
+                                                                                 (128, 1024)]
+        runs.append((small, (32, 64) if args.sanitizer_subset else HEADS, DIMS, MODES, design))
     all_failures: list[str] = []
     summary = []
     for shapes, heads, dims, modes, impl in runs:
