@@ -5,8 +5,10 @@ count and the block's shared memory), never device memory, so a call is capturab
 """
 from __future__ import annotations
 
+import dataclasses
+
 from .. import paged_kernels as pk
-from .base import LaunchPlan, pack_kernargs
+from .base import LaunchPlan, LaunchTemplate, pack_kernargs
 from .paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem, best_split
 
 MAX_SPLIT_N = 65535
@@ -37,7 +39,10 @@ class PagedSm90Family(PagedGfx950Family):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
         if not split_n:
             entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
-            regs = entry["resources"]["registers"] if entry else 128
+            regs = 128
+            if entry:
+                res = entry.get("resources_by_next_n", {}).get(str(p.next_n), entry["resources"])
+                regs = res["registers"]
             by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * pk.SM90_THREADS)
             per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
             tiles = -(-p.max_context_len // pk.SM90_TILE)
@@ -61,6 +66,15 @@ class PagedSm90Family(PagedGfx950Family):
             "next_n": p.next_n, "max_context_len": p.max_context_len, "max_blocks": p.max_blocks,
             "split_n": cfg["split_n"], "num_warps": 4, "flags": flags,
         }
-        return LaunchPlan(symbol=entry["symbol"], grid=(p.batch, cfg["split_n"], 1), block=(pk.SM90_THREADS, 1, 1),
+        cfg["entry"] = entry["symbol"]
+        return LaunchPlan(symbol=pk.TARGETS[self.arch].launch_symbol(entry["symbol"], p.next_n),
+                          grid=(p.batch, cfg["split_n"], 1), block=(pk.SM90_THREADS, 1, 1),
                           kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
                           shared_mem=cfg["lds"], config=cfg)
+
+    def template(self, plan: LaunchPlan) -> LaunchTemplate:
+        """The manifest has one entry per design (``plan.config["entry"]``); the plan launches that design's
+        kernel for its next_n, whose argument layout is the entry's."""
+        template = super().template(dataclasses.replace(plan, symbol=plan.config["entry"]))
+        template.symbol = plan.symbol
+        return template

@@ -197,8 +197,9 @@ def test_sm90_plans_fit_the_sm(rng):
             assert plan.shared_mem == pk.sm90_shared_bytes(heads, head_dim, next_n, variant) <= SHARED_PER_SM
             assert plan.grid[0] == batch and plan.block == (128, 1, 1)
             assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= MIN_TILES_PER_SPLIT
-            assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_{variant}"
-        assert family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith("_f16")  # the default
+            # one kernel per next_n in the cubin (its own register allocation), one manifest entry per design
+            assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_{variant}_n{next_n}"
+        assert family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_f16_n{next_n}")  # the default
         with pytest.raises(ValueError, match="^variant:"):
             family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, variant="bf16")
 
