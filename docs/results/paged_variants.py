@@ -1,7 +1,7 @@
 """Measurement harness (H200): the sm_90a decode kernel's builds side by side, one subprocess per kernel
 directory (RAWINDEXER_KERNEL_DIR), DeepGEMM once per case, calc_diff of each against DeepGEMM.
 
-    python3 docs/results/paged_variants.py NAME=DIR[:mtN][:sN] ... [--cases small|all] [--log FILE]
+    python3 docs/results/paged_variants.py NAME=DIR[:mtN][:sN][:legacy] ... [--cases small|all] [--log FILE]
 
 Each NAME=DIR is a full kernel directory (manifest.json + code objects); ":mtN" sets the host heuristic's
 MIN_TILES_PER_SPLIT for that entry, ":sN" tells the host the build's ring has N stages. Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5).
@@ -30,6 +30,11 @@ def child(dg: bool) -> None:
 
     if os.environ.get("PV_MIN_TILES"):
         paged_sm90.MIN_TILES_PER_SPLIT = int(os.environ["PV_MIN_TILES"])
+    if os.environ.get("PV_LEGACY"):  # a build from before the per-next_n kernels: one symbol per design
+        import dataclasses
+
+        from rawindexer import paged_kernels as pk
+        pk.TARGETS["sm_90a"] = dataclasses.replace(pk.TARGETS["sm_90a"], per_next_n=False)
     if os.environ.get("PV_STAGES"):  # a build whose ring has another depth: the host sizes shared memory to match
         import dataclasses
 
@@ -90,8 +95,11 @@ def main(argv: list[str]) -> int:
         name, spec = e.split("=", 1)
         d, *opts = spec.split(":")
         extra = {"RAWINDEXER_KERNEL_DIR": os.path.abspath(d)}
-        for o in opts:  # mtN: MIN_TILES_PER_SPLIT = N; sN: the build's ring depth is N
-            extra["PV_MIN_TILES" if o.startswith("mt") else "PV_STAGES"] = o.lstrip("mts")
+        for o in opts:  # mtN: MIN_TILES_PER_SPLIT = N; sN: the build's ring depth is N; legacy: one kernel per design
+            if o == "legacy":
+                extra["PV_LEGACY"] = "1"
+            else:
+                extra["PV_MIN_TILES" if o.startswith("mt") else "PV_STAGES"] = o.lstrip("mts")
         results[name] = run(extra, "ours")
     names = [e.split("=", 1)[0] for e in entries]
     head = "| B | ctx | nn | H | DG us | " + " | ".join(f"{n} f16 | {n} fp8" for n in names) + " |"
