@@ -51,13 +51,15 @@ constexpr int MAX_NEXT_N = 4;
 constexpr int MAX_WGMMA_N = 256;
 constexpr int K_PAD = 16;  // bytes added to each key row of the ring (conflict-free 16-byte reads/writes)
 
-// Score wgmma of tile t+1 issued before tile t's head reduce (two accumulator sets) where the accumulators of
-// one set are at most PAGED_PIPE_MAX_N / 2 registers; 0 turns it off (measurement builds).
+// Score wgmma of tile t+1 issued before tile t's head reduce (two accumulator sets) where the wgmma's N is at
+// most PAGED_PIPE_MAX_N. Measured on the H200 (docs/PAGED.md, call 1): at N = 128 the second set costs ~80
+// registers, 4 -> 2 blocks per SM, and the fp8 design ran 1.18x slower than without it; at N <= 64 it gains
+// up to 1.12x. PAGED_PIPELINE 0 turns it off (measurement builds).
 #ifndef PAGED_PIPELINE
 #define PAGED_PIPELINE 1
 #endif
 #ifndef PAGED_PIPE_MAX_N
-#define PAGED_PIPE_MAX_N 128
+#define PAGED_PIPE_MAX_N 64
 #endif
 
 template <int V>

@@ -3,7 +3,7 @@
 # rawindexer/_kernels (the build under test), .whl (DeepGEMM's wheel) and, for "variants", .carry/var_* (kernel
 # directories of the builds compared, made here by /tmp-side scripts described in docs/PAGED.md) carried:
 #   bash docs/results/paged_decodeperf_h200.sh variants "NAME=DIR[:mtN][:sN] ..."   # timing table + decode sweep
-#   bash docs/results/paged_decodeperf_h200.sh final                               # decode sweep + full bench
+#   bash docs/results/paged_decodeperf_h200.sh final ["NAME=DIR..."]               # [timing table +] decode sweep + full bench
 # Logs under ${OUT:-/tmp/paged_out}, tarred into one file.
 set -u
 OUT=${OUT:-/tmp/paged_out}; mkdir -p "$OUT/logs"
@@ -23,6 +23,7 @@ if [ "$1" = variants ]; then
   step paged_variants 300 python3 docs/results/paged_variants.py $2 --log "$OUT/logs/paged_variants_table.log"
   step paged_sweep "${SWEEP_LIMIT:-170}" python3 tests/gpu/test_paged_gpu.py --log "$OUT/logs/paged_sweep.log"
 else
+  [ -n "${2:-}" ] && step paged_variants 200 python3 docs/results/paged_variants.py $2 --log "$OUT/logs/paged_variants_table.log"
   step paged_sweep 240 python3 tests/gpu/test_paged_gpu.py --log "$OUT/logs/paged_sweep.log"
   step paged_bench 240 python3 -m rawindexer.bench --paged --log "$OUT/logs/paged_bench.md"
 fi

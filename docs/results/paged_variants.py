@@ -1,10 +1,12 @@
 """Measurement harness (H200): the sm_90a decode kernel's builds side by side, one subprocess per kernel
 directory (RAWINDEXER_KERNEL_DIR), DeepGEMM once per case, calc_diff of each against DeepGEMM.
 
-    python3 docs/results/paged_variants.py NAME=DIR[:mtN][:sN][:legacy] ... [--cases small|all] [--log FILE]
+    python3 docs/results/paged_variants.py NAME=DIR[:mtN][:sN][:legacy][:onewave] ... [--cases small|all] [--log FILE]
 
 Each NAME=DIR is a full kernel directory (manifest.json + code objects); ":mtN" sets the host heuristic's
-MIN_TILES_PER_SPLIT for that entry, ":sN" tells the host the build's ring has N stages. Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5).
+MIN_TILES_PER_SPLIT for that entry, ":sN" tells the host the build's ring has N stages, ":legacy" that the build
+has one kernel per design (before the per-next_n kernels), ":onewave" replaces the split heuristic by the
+largest split that fits one wave of resident blocks. Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5).
 """
 from __future__ import annotations
 
@@ -30,6 +32,14 @@ def child(dg: bool) -> None:
 
     if os.environ.get("PV_MIN_TILES"):
         paged_sm90.MIN_TILES_PER_SPLIT = int(os.environ["PV_MIN_TILES"])
+    if os.environ.get("PV_ONE_WAVE"):  # split heuristic under test: the largest split that fits one wave
+        wave_split = paged_sm90.best_split
+
+        def one_wave(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
+            if batch >= slots:
+                return wave_split(batch, tiles, slots, min_tiles)
+            return max(1, min(slots // max(batch, 1), tiles // max(min_tiles, 1)))
+        paged_sm90.best_split = one_wave
     if os.environ.get("PV_LEGACY"):  # a build from before the per-next_n kernels: one symbol per design
         import dataclasses
 
@@ -96,8 +106,8 @@ def main(argv: list[str]) -> int:
         d, *opts = spec.split(":")
         extra = {"RAWINDEXER_KERNEL_DIR": os.path.abspath(d)}
         for o in opts:  # mtN: MIN_TILES_PER_SPLIT = N; sN: the build's ring depth is N; legacy: one kernel per design
-            if o == "legacy":
-                extra["PV_LEGACY"] = "1"
+            if o in ("legacy", "onewave"):
+                extra["PV_LEGACY" if o == "legacy" else "PV_ONE_WAVE"] = "1"
             else:
                 extra["PV_MIN_TILES" if o.startswith("mt") else "PV_STAGES"] = o.lstrip("mts")
         results[name] = run(extra, "ours")
