@@ -9,20 +9,26 @@
 // * Grid (B, split_n), one warpgroup (128 threads) per (b, context split); split s walks the 64-token tiles
 //   [T*s/split_n, T*(s+1)/split_n) of T = ceil(max_j len(b, j) / 64). split_n comes from host numbers only,
 //   so a call is capturable; all next_n rows of b share the block, so each K byte is read once per split.
+//   One kernel per next_n (symbol suffix _n1.._n4), each with its own register allocation.
 // * K and scales stream through a STAGES-deep cp.async ring in dynamic shared memory, gathered through the
 //   block table: 16-byte copies (cp.async.cg; 4-byte ones at block size 1, whose 132-byte blocks are only
 //   4-byte aligned), eight consecutive threads per 128-byte key row (coalesced reads, conflict-free shared
 //   writes into rows padded to D + 16 bytes). The table entries a stage needs are loaded one stage
-//   earlier, so no table latency is exposed. With STAGES = 4, three 64-key tiles (27 KB at D = 128) are in
-//   flight per block and several blocks share an SM: decode is bandwidth-bound, this keeps HBM's queue full.
-// * Scores: wgmma.m64n{H}k32 e4m3 (or k16 f16) in the RS form of the prefill twin's "wg" path: A = the
-//   64-key tile from registers (each lane ld.shared's the D/4 contiguous bytes of its two keys; the k order
-//   is permuted, and Q, staged once per block, is stored in the same permuted core-matrix order), B = one
-//   query row's H heads of Q from a shared-memory descriptor. One row at a time, so next_n stays a run-time
-//   argument and the accumulator is H/2 registers. Keeping the ring out of the tensor cores' async proxy
-//   (cp.async writes, ld.shared reads) means no proxy fence per tile; Q gets one fence before the loop.
-//   Head reduce in fp32 on the CUDA cores (FMNMX + FFMA per accumulator, a 4-lane butterfly): no bf16
+//   earlier (one entry per tile at block size 64), so no table latency is exposed. One barrier per tile:
+//   after it tile k has landed and every warp is done with tile k - 1's slot, which is refilled at once.
+//   STAGES = 4: three 64-key tiles (27 KB at D = 128) in flight per block, several blocks per SM (a ring of
+//   8 or 3 stages measured slower on the H200: docs/PAGED.md).
+// * Scores: RS-form wgmma, A = the 64-key tile from registers (each lane ld.shared's the D/4 contiguous bytes
+//   of its two keys; the k order is permuted, and Q, staged once per block, is stored in the same permuted
+//   core-matrix order), B = Q from a shared-memory descriptor with N = next_n x H columns: every query row
+//   of b in one wgmma chain (up to N = 256; H = 128 with next_n > 2 runs chunks of two rows, Q zero-padded
+//   to whole chunks). Where N <= PAGED_PIPE_MAX_N (64) tile t+1's wgmma is issued before tile t's head
+//   reduce (two accumulator sets). Keeping the ring out of the tensor cores' async proxy (cp.async writes,
+//   ld.shared reads) means no proxy fence per tile; Q gets one fence before the loop.
+//   Head reduce in fp32 on the CUDA cores (FMNMX + FFMA per accumulator, a 2-shuffle quad reduce): no bf16
 //   step, so the per-logit error stays at fp32 rounding. kv-scale applied once per key after the sum.
+// * Small batches are latency-bound (lengths -> table -> keys): Q and the table line a split would start at
+//   are prefetched to L2 before the lengths are read, and the host splits them down to one tile per block.
 // * Output: 64-bit offsets, any row stride >= max_context_len, fused -inf fill of [max_j len, max_context_len)
 //   spread over every (split, warp); inside the tile range a column past the row's own length is -inf (or
 //   not written). Row lengths clamped to [0, min(max_context_len, max_blocks * BS)].
@@ -31,11 +37,13 @@
 //   converted to f16 in registers (cvt.rn.f16x2.e4m3x2: exact) and Q is staged as f16, so the wgmma's
 //   products are exact and its accumulation fp32-accurate -- the 1e-5 * T per-logit gate holds by design.
 //   "fp8": the e4m3 wgmma directly, twice the tensor rate, but Hopper accumulates fp8 products with fewer
-//   bits (DeepSeek-V3's report: ~14), so it is held to the anchors' calc_diff gate only. Decode is
-//   bandwidth-bound at small next_n * H, where the two should tie; the GPU sweep and bench say where not.
+//   bits (DeepSeek-V3's report: ~14), so it is held to the 2e-3 * T fp8-wgmma gate. The f16 design's tensor
+//   work is 2 N D flops per 132-byte token at the f16 rate: at N = 128 that exceeds what the H200's read
+//   bandwidth delivers (docs/PAGED.md "tensor-core crossover").
 //
-// Template parameters: H (32, 64, 128), D (64, 128), BS (1, 16, 64), PREC (8, 16). Symbols:
-// fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs{BS}_{fp8|f16}; build.py takes the list from rawindexer/paged_kernels.py.
+// Template parameters: H (32, 64, 128), D (64, 128), BS (1, 16, 64), PREC (8, 16), NN (next_n). Symbols:
+// fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs{BS}_{fp8|f16}_n{next_n}; build.py takes the list from
+// rawindexer/paged_kernels.py (one manifest entry per design, its per-next_n resources beside).
 
 #include <stdint.h>
 

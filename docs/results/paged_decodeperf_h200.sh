@@ -1,7 +1,8 @@
 #!/bin/bash
 # The decode-kernel performance work (issue 10) on one H200, one device call per step. Run from the repo root with
-# rawindexer/_kernels (the build under test), .whl (DeepGEMM's wheel) and, for "variants", .carry/var_* (kernel
-# directories of the builds compared, made here by /tmp-side scripts described in docs/PAGED.md) carried:
+# rawindexer/_kernels (the build under test), .whl (DeepGEMM's wheel) and .carry/var_* (kernel directories of the
+# builds compared, each made by docs/results/paged_build_variant.py) carried. (On this workplace the device gets the
+# session's checkout: the worktree went as a copy in an ignored folder of it, `cd` there first.)
 #   bash docs/results/paged_decodeperf_h200.sh variants "NAME=DIR[:mtN][:sN] ..."   # timing table + decode sweep
 #   bash docs/results/paged_decodeperf_h200.sh final ["NAME=DIR..."]               # [timing table +] decode sweep + full bench
 # Logs under ${OUT:-/tmp/paged_out}, tarred into one file.
