@@ -310,3 +310,20 @@ def test_every_decode_design_has_a_gate():
     for arch, target in pk.TARGETS.items():
         assert all(0 < design_eps(arch, v) <= 2e-3 for v in target.variants)
         assert design_eps(arch) == PREFILL_EPS
+
+
+def test_sm90_q_rows_and_small_batch_splits():
+    """sm_90a host rules: Q is staged in whole wgmma chunks of at most 256 columns (next_n x H), and small batches
+    split down to one tile only where MIN_TILES_PER_SPLIT-tile splits would leave resident blocks idle."""
+    from rawindexer import paged_kernels as pk
+    from rawindexer.dispatch.paged_sm90 import MIN_TILES_PER_SPLIT, min_tiles_per_split
+
+    for heads, next_n in itertools.product(pk.HEADS, range(1, 5)):
+        rows = pk.sm90_q_rows(heads, next_n)
+        per_mma = min(next_n, pk.SM90_MAX_WGMMA_N // heads)
+        assert rows >= next_n and rows % per_mma == 0 and rows - next_n < per_mma
+    assert pk.sm90_q_rows(128, 3) == 4 and pk.sm90_q_rows(64, 4) == 4 and pk.sm90_q_rows(128, 2) == 2
+    assert pk.sm90_shared_bytes(128, 128, 3) == pk.sm90_shared_bytes(128, 128, 4)
+    assert min_tiles_per_split(1, 64, 528) == 1  # B = 1, context 4096: 16 four-tile splits on 528 slots
+    assert min_tiles_per_split(64, 64, 528) == MIN_TILES_PER_SPLIT  # B = 64 x 4096: 1024 four-tile splits
+    assert min_tiles_per_split(8, 2048, 528) == MIN_TILES_PER_SPLIT
