@@ -534,7 +534,9 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
     kernels = {}
     for inst, variant in ((i, v) for i in spec.instances for v in spec.variants):
         symbol = spec.symbol(inst, variant)
-        layout = params[symbol]
+        # per_next_n: the cubin holds symbol_n1.._n4; the entry reports the largest resources and each one's
+        by_next_n = {n: resources[spec.launch_symbol(symbol, n)] for n in range(1, pk.MAX_NEXT_N + 1)}
+        layout = params[spec.launch_symbol(symbol, 1)]
         if len(layout["args"]) != len(pk.KERNEL_ARGS) or any(
                 size != want for (_, size), (_, want) in zip(layout["args"], pk.KERNEL_ARGS)):
             raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS")
@@ -543,8 +545,11 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
             "args": [{"name": name, "offset": off, "size": size}
                      for (name, _), (off, size) in zip(pk.KERNEL_ARGS, layout["args"])],
             "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": pk.SM90_THREADS,
-            "warp_size": 32, "resources": resources[symbol],
+            "warp_size": 32,
+            "resources": {k: max(r[k] for r in by_next_n.values()) for k in by_next_n[1]},
         }
+        if spec.per_next_n:
+            kernels[symbol]["resources_by_next_n"] = {str(n): r for n, r in by_next_n.items()}
     target = {"code_object": cubin.name, "ptxas_report": report_name, "design": spec.design, "toolchain": version,
               "flags": SM90_FLAGS, "kernels": kernels}
     return write_op_manifest(kernel_dir, pk.OP, SM90_ARCH, target)

@@ -64,10 +64,17 @@ class PagedTarget:
     format_variants: dict | None = None
     #: the macro the source expands over the instance list of the e4m3fn-on-fnuz variant ("fn")
     fn_instance_macro: str = "PAGED_FN_INSTANCES"
+    #: one kernel per next_n in the code object (symbol + f"_n{next_n}"), each with its own register
+    #: allocation; the manifest keeps one entry per symbol, with per-next_n resources
+    per_next_n: bool = False
 
     def symbol(self, inst: PagedInstance, variant: str = "") -> str:
         base = f"{self.symbol_prefix}_h{inst.heads}_d{inst.head_dim}_bs{inst.block_size}"
         return f"{base}_{variant}" if variant else base
+
+    def launch_symbol(self, symbol: str, next_n: int) -> str:
+        """The code object's kernel for a manifest ``symbol`` at ``next_n``."""
+        return f"{symbol}_n{next_n}" if self.per_next_n else symbol
 
     @property
     def default_variant(self) -> str:
@@ -97,7 +104,7 @@ TARGETS: dict[str, PagedTarget] = {
         code_object=f"{OP}.sm90a.cubin", instances=ALL_INSTANCES, symbol_prefix=f"{OP}_sm90",
         # f16: the score wgmma on exactly converted fp8 values (fp32-accurate accumulation: the 1e-5 gate);
         # fp8: the e4m3 wgmma (twice the tensor rate; Hopper's fp8 accumulation keeps fewer bits)
-        variants=("f16", "fp8"),
+        variants=("f16", "fp8"), per_next_n=True,
         ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS}),
 }
 
@@ -107,7 +114,19 @@ def dynamic_lds_bytes(heads: int, head_dim: int, next_n: int) -> int:
     return next_n * heads * (head_dim + 16) + next_n * heads * 4
 
 
+#: the widest wgmma (its N = query rows x heads)
+SM90_MAX_WGMMA_N = 256
+
+
+def sm90_q_rows(heads: int, next_n: int) -> int:
+    """sm_90a: query rows of Q staged: next_n, rounded up to whole wgmmas of at most SM90_MAX_WGMMA_N columns
+    (H = 128, next_n = 3: two wgmmas of two rows, the fourth row zero)."""
+    per_mma = next_n if next_n * heads <= SM90_MAX_WGMMA_N else SM90_MAX_WGMMA_N // heads
+    return -(-next_n // per_mma) * per_mma
+
+
 def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, variant: str = "f16") -> int:
     """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (fp8 or f16) and weights."""
     q_bytes = 2 if variant == "f16" else 1
-    return TARGETS["sm_90a"].ring_bytes[head_dim] + next_n * heads * head_dim * q_bytes + next_n * heads * 4
+    rows = sm90_q_rows(heads, next_n)
+    return TARGETS["sm_90a"].ring_bytes[head_dim] + rows * heads * head_dim * q_bytes + rows * heads * 4

@@ -5,8 +5,10 @@ count and the block's shared memory), never device memory, so a call is capturab
 """
 from __future__ import annotations
 
+import dataclasses
+
 from .. import paged_kernels as pk
-from .base import LaunchPlan, pack_kernargs
+from .base import LaunchPlan, LaunchTemplate, pack_kernargs
 from .paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem, best_split
 
 MAX_SPLIT_N = 65535
@@ -22,6 +24,14 @@ MIN_TILES_PER_SPLIT = 4
 MAX_BLOCKS_PER_SM = 8
 
 
+def min_tiles_per_split(batch: int, tiles: int, slots: int) -> int:
+    """Fewest 64-token tiles a split may get: MIN_TILES_PER_SPLIT, or 1 where splits of that size would not
+    fill the machine's ``slots`` resident blocks (small batches: latency-bound, one tile per block shortens the
+    critical path). Measured on the H200 (docs/PAGED.md, call 1): B = 1, context 4096: 4.1 -> 3.0 us (fp8),
+    5.0 -> 3.3 us (f16); B = 8 neutral; B = 64 x 4096 (which fills the machine at 4 tiles) 1.17x slower at 1."""
+    return 1 if max(batch, 1) * -(-tiles // MIN_TILES_PER_SPLIT) < slots else MIN_TILES_PER_SPLIT
+
+
 class PagedSm90Family(PagedGfx950Family):
     """Same manifest section and instance names as the gfx950 family, different geometry."""
 
@@ -29,19 +39,24 @@ class PagedSm90Family(PagedGfx950Family):
 
     def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0,
                variant: str | None = None) -> dict:
-        """split_n: :func:`best_split` over the resident blocks (shared memory, registers, at most
-        MAX_BLOCKS_PER_SM per SM), never fewer than MIN_TILES_PER_SPLIT tiles per split at max_context_len."""
+        """split_n: :func:`best_split` over the resident blocks (shared memory, registers of the next_n's kernel,
+        at most MAX_BLOCKS_PER_SM per SM), never fewer than :func:`min_tiles_per_split` tiles per split at
+        max_context_len."""
         variant = self.variant(variant)
         shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, variant)
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
         if not split_n:
             entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
-            regs = entry["resources"]["registers"] if entry else 128
+            regs = 128
+            if entry:
+                res = entry.get("resources_by_next_n", {}).get(str(p.next_n), entry["resources"])
+                regs = res["registers"]
             by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * pk.SM90_THREADS)
             per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
             tiles = -(-p.max_context_len // pk.SM90_TILE)
-            split_n = best_split(p.batch, tiles, per_sm * compute_units, MIN_TILES_PER_SPLIT)
+            slots = per_sm * compute_units
+            split_n = best_split(p.batch, tiles, slots, min_tiles_per_split(p.batch, tiles, slots))
         return {"num_warps": 4, "split_n": split_n, "lds": shared, "variant": variant}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
@@ -61,6 +76,15 @@ class PagedSm90Family(PagedGfx950Family):
             "next_n": p.next_n, "max_context_len": p.max_context_len, "max_blocks": p.max_blocks,
             "split_n": cfg["split_n"], "num_warps": 4, "flags": flags,
         }
-        return LaunchPlan(symbol=entry["symbol"], grid=(p.batch, cfg["split_n"], 1), block=(pk.SM90_THREADS, 1, 1),
+        cfg["entry"] = entry["symbol"]
+        return LaunchPlan(symbol=pk.TARGETS[self.arch].launch_symbol(entry["symbol"], p.next_n),
+                          grid=(p.batch, cfg["split_n"], 1), block=(pk.SM90_THREADS, 1, 1),
                           kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
                           shared_mem=cfg["lds"], config=cfg)
+
+    def template(self, plan: LaunchPlan) -> LaunchTemplate:
+        """The manifest has one entry per design (``plan.config["entry"]``); the plan launches that design's
+        kernel for its next_n, whose argument layout is the entry's."""
+        template = super().template(dataclasses.replace(plan, symbol=plan.config["entry"]))
+        template.symbol = plan.symbol
+        return template

@@ -182,7 +182,7 @@ def test_sm90_plans_fit_the_sm(rng):
     from rawindexer import paged_kernels as pk
     from rawindexer.dispatch.base import KernelNotBuiltError
     from rawindexer.dispatch.paged_gfx950 import PagedPointers, PagedProblem
-    from rawindexer.dispatch.paged_sm90 import MIN_TILES_PER_SPLIT, SHARED_PER_SM, PagedSm90Family
+    from rawindexer.dispatch.paged_sm90 import MAX_BLOCKS_PER_SM, MIN_TILES_PER_SPLIT, SHARED_PER_SM, PagedSm90Family
 
     family = PagedSm90Family()
     try:
@@ -196,9 +196,14 @@ def test_sm90_plans_fit_the_sm(rng):
             plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, variant=variant)
             assert plan.shared_mem == pk.sm90_shared_bytes(heads, head_dim, next_n, variant) <= SHARED_PER_SM
             assert plan.grid[0] == batch and plan.block == (128, 1, 1)
-            assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= MIN_TILES_PER_SPLIT
-            assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_{variant}"
-        assert family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith("_f16")  # the default
+            # small batches may split down to one tile; where MIN_TILES_PER_SPLIT-tile splits fill every
+            # possible resident block (132 SMs x MAX_BLOCKS_PER_SM) the floor holds
+            tiles = -(-ctx // 64)
+            floor = MIN_TILES_PER_SPLIT if batch * -(-tiles // MIN_TILES_PER_SPLIT) >= 132 * MAX_BLOCKS_PER_SM else 1
+            assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= floor
+            # one kernel per next_n in the cubin (its own register allocation), one manifest entry per design
+            assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_{variant}_n{next_n}"
+        assert family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_f16_n{next_n}")  # the default
         with pytest.raises(ValueError, match="^variant:"):
             family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, variant="bf16")
 
@@ -305,3 +310,20 @@ def test_every_decode_design_has_a_gate():
     for arch, target in pk.TARGETS.items():
         assert all(0 < design_eps(arch, v) <= 2e-3 for v in target.variants)
         assert design_eps(arch) == PREFILL_EPS
+
+
+def test_sm90_q_rows_and_small_batch_splits():
+    """sm_90a host rules: Q is staged in whole wgmma chunks of at most 256 columns (next_n x H), and small batches
+    split down to one tile only where MIN_TILES_PER_SPLIT-tile splits would leave resident blocks idle."""
+    from rawindexer import paged_kernels as pk
+    from rawindexer.dispatch.paged_sm90 import MIN_TILES_PER_SPLIT, min_tiles_per_split
+
+    for heads, next_n in itertools.product(pk.HEADS, range(1, 5)):
+        rows = pk.sm90_q_rows(heads, next_n)
+        per_mma = min(next_n, pk.SM90_MAX_WGMMA_N // heads)
+        assert rows >= next_n and rows % per_mma == 0 and rows - next_n < per_mma
+    assert pk.sm90_q_rows(128, 3) == 4 and pk.sm90_q_rows(64, 4) == 4 and pk.sm90_q_rows(128, 2) == 2
+    assert pk.sm90_shared_bytes(128, 128, 3) == pk.sm90_shared_bytes(128, 128, 4)
+    assert min_tiles_per_split(1, 64, 528) == 1  # B = 1, context 4096: 16 four-tile splits on 528 slots
+    assert min_tiles_per_split(64, 64, 528) == MIN_TILES_PER_SPLIT  # B = 64 x 4096: 1024 four-tile splits
+    assert min_tiles_per_split(8, 2048, 528) == MIN_TILES_PER_SPLIT

@@ -195,7 +195,8 @@ def test_bound_launch_and_raw_launch_take_the_same_path(rng, cuda2):
         out_row_stride=case.out.strides[0] // 4, stream=stream_of(1, 9), device="cuda", device_id=1)
     raw = cuda2.launches()[-1]
     assert raw[1][4] == stream_of(1, 9) and raw[1][7] == second[1][7] and raw[1][1:4] == second[1][1:4] and raw[2] == CTX_BASE + 1
-    assert template.symbol == bound.template.symbol == "fp8_paged_mqa_logits_sm90_h64_d128_bs64_f16"
+    # the default design's kernel for this next_n (one per next_n in the cubin)
+    assert template.symbol == bound.template.symbol == f"fp8_paged_mqa_logits_sm90_h64_d128_bs64_f16_n{next_n}"
     with pytest.raises(TypeError, match="^weights: expected an int device address, got float"):
         rawindexer.launch_paged(ptrs[0], ptrs[1], 1.5, *ptrs[3:], batch=B, next_n=next_n, num_heads=H, head_dim=D,
                                 block_size=64, num_blocks=4, max_blocks=case.block_table.shape[1],
