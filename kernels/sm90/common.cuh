@@ -1,7 +1,8 @@
 // sm_90a kernels of fp8_mqa_logits: what every design shares -- types, flags, constants, 16-byte loads, the
-// quad reduce-scatter, row-block dispatch, per-row windows clamped to [0, N) and the fused -inf fill. The
-// design bodies (prefill_mma.cuh, prefill_wg.cuh, prefill_ws.cuh) use these, so the window, tile-range and
-// fill rules are written once for the target.
+// quad reduce-scatter, row-block dispatch, per-row windows clamped to [0, N), the block's union window and
+// tile range, weight staging, the masked logit store and the fused -inf fill. The design bodies
+// (prefill_mma.cuh, prefill_wg.cuh, prefill_ws.cuh) use these, so the window, tile-range, store and fill rules
+// are written once for the target.
 #pragma once
 
 #include <stdint.h>
@@ -82,6 +83,70 @@ __device__ __forceinline__ void stage_windows(int2* win_s, const int* __restrict
   }
 }
 
+// A row's window w = [w.x, w.y) meets the tile [base, base + tile): rows a tile misses (a packed request's
+// neighbours) skip the tensor work.
+__device__ __forceinline__ bool window_meets(int2 w, int base, int tile) {
+  return w.x < w.y && base < w.y && base + tile > w.x;
+}
+
+// Whether any of R consecutive row windows meets the tile (uniform over the warps that read the same rows).
+template <int R>
+__device__ __forceinline__ bool any_window_meets(const int2* win_s, int base, int tile) {
+  bool h = false;
+#pragma unroll
+  for (int r = 0; r < R; ++r) h |= window_meets(win_s[r], base, tile);
+  return h;
+}
+
+// The block walks the union [lo, hi) of its rows' non-empty windows; [0, 0) when every window is empty.
+template <int BM>
+__device__ __forceinline__ int2 union_window(const int2* win_s, int N) {
+  int lo = N, hi = 0;
+#pragma unroll
+  for (int r = 0; r < BM; ++r) {
+    const int2 w = win_s[r];
+    if (w.y > w.x) {
+      lo = min(lo, w.x);
+      hi = max(hi, w.y);
+    }
+  }
+  if (hi <= lo) lo = hi = 0;
+  return make_int2(lo, hi);
+}
+
+// DESIGN: SplitN splits each block's tile range: [begin, end) of the ceil(span / tile) tiles of the union for
+// split `split` of `split_n`, so a small row grid still fills the device.
+struct TileRange {
+  int begin, end;
+};
+__device__ __forceinline__ TileRange split_tile_range(int span, int tile, int split, int split_n) {
+  const int tiles = (span + tile - 1) / tile;
+  return {(int)((i64)tiles * split / split_n), (int)((i64)tiles * (split + 1) / split_n)};
+}
+
+// The weights of rows [m0, m0 + nrows) in shared memory, zero for the block's rows past M; `count` floats
+// (rows x H), written by threads first, first + stride, ...
+template <int H>
+__device__ __forceinline__ void stage_weights(float* w_s, const float* __restrict__ weights, int m0, int nrows,
+                                              int count, int first, int stride) {
+  for (int idx = first; idx < count; idx += stride) {
+    const int r = idx / H;
+    w_s[idx] = r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
+  }
+}
+
+// One logit of a row whose window is w, at column tok of a tile: the value inside the window, -inf outside it
+// under clean logits. Columns >= hi belong to fill_outside_union, so nothing is written twice (nor past N).
+__device__ __forceinline__ void store_logit(float* __restrict__ dst_row, int tok, int hi, const int2& w, bool hit,
+                                            bool clean, float v) {
+  if (tok < hi) {
+    if (hit && tok >= w.x && tok < w.y)
+      dst_row[tok] = v;
+    else if (clean)
+      dst_row[tok] = -__int_as_float(0x7f800000);
+  }
+}
+
 // -inf over [a, b) of one row, spread over `workers` warps; float4 stores in the 16-byte-aligned middle
 // when the host says every row starts 16-byte aligned (FLAG_VEC4_FILL).
 __device__ __forceinline__ void fill_neg_inf(float* __restrict__ row, int a, int b, bool vec4, int worker,
@@ -101,4 +166,16 @@ __device__ __forceinline__ void fill_neg_inf(float* __restrict__ row, int a, int
   const int head = a4 - a, tail = b - b4;
   for (int idx = worker * WARP + lane; idx < head + tail; idx += workers * WARP)
     row[idx < head ? a + idx : b4 + (idx - head)] = ninf;
+}
+
+// DESIGN: fused -inf fill: [0, lo) and [hi, N) of every row of the block, spread over all `workers` warps of
+// the row block's splits, so no separate O(M*N) pre-fill pass is needed.
+__device__ __forceinline__ void fill_outside_union(float* __restrict__ out, i64 out_row_stride, int m0, int nrows,
+                                                   int lo, int hi, int N, bool vec4, int worker, int workers,
+                                                   int lane) {
+  for (int r = 0; r < nrows; ++r) {
+    float* dst_row = out + (i64)(m0 + r) * out_row_stride;
+    fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
+    fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
+  }
 }
