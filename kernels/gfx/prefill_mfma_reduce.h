@@ -194,7 +194,7 @@ DEVICE Packed<RELU> pack_scores(v4f s0, v4f s1) {
   if constexpr (RELU == RELU_PK_MAX) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) p[i] = __builtin_elementwise_max(p[i], (v2s){0, 0});
-  } else {
+  } else if constexpr (RELU == RELU_ABS_SPLIT) {  // RELU_F32 packs nothing here (its ReLU runs in f32)
     v2s a[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
