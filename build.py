@@ -164,7 +164,7 @@ def gfx_kernel_entry(symbol: str, kernel, kernel_args: list[tuple[str, int]], pa
 def manifest_entry(variant: Variant, kernel) -> dict:
     return gfx_kernel_entry(variant.symbol, kernel, KERNEL_ARGS, {
         "heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m, "unroll": variant.unroll,
-        "path": variant.design, "fp8_format": variant.fp8_format})
+        "design": variant.design, "fp8_format": variant.fp8_format})
 
 
 def build(out_dir: Path, variants: list[Variant] | None = None, kernel_dir: Path | None = None,
@@ -178,11 +178,11 @@ def build(out_dir: Path, variants: list[Variant] | None = None, kernel_dir: Path
     hsaco = kernel_dir / f"fp8_mqa_logits.{arch}.hsaco"
     asm = out_dir / f"fp8_mqa_logits.{arch}.s"
 
-    def table(path: str, fn: bool = False, three_waves: bool | None = None) -> str:
-        """X(H, D, BLOCK_M[, UNROLL]) of the variants of ``path``; ``three_waves``: mrf's attribute split."""
-        chosen = [v for v in variants if v.design == path and v.fn_on_fnuz == fn and
+    def table(design: str, fn: bool = False, three_waves: bool | None = None) -> str:
+        """X(H, D, BLOCK_M[, UNROLL]) of the instances of ``design``; ``three_waves``: mrf's attribute split."""
+        chosen = [v for v in variants if v.design == design and v.fn_on_fnuz == fn and
                   (three_waves is None or ((v.heads, v.head_dim, v.block_m) in MRF_3_WAVES) == three_waves)]
-        args = ((v.heads, v.head_dim, v.block_m) + ((v.unroll,) if path == "seed" else ()) for v in chosen)
+        args = ((v.heads, v.head_dim, v.block_m) + ((v.unroll,) if design == "seed" else ()) for v in chosen)
         return " ".join(f"X({','.join(map(str, a))})" for a in args)
 
     compile_hip(KERNEL_SOURCE, hsaco, asm=asm, arch=arch, defines=[
@@ -422,7 +422,7 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
                 size != want for (_, size), (_, want) in zip(layout["args"], KERNEL_ARGS)):
             raise RuntimeError(f"{v.symbol}: parameter layout in the cubin does not match KERNEL_ARGS")
         kernels[v.symbol] = {
-            "params": {"heads": v.heads, "head_dim": v.head_dim, "block_m": v.block_m, "impl": v.design},
+            "params": {"heads": v.heads, "head_dim": v.head_dim, "block_m": v.block_m, "design": v.design},
             "args": [{"name": name, "offset": off, "size": size}
                      for (name, _), (off, size) in zip(KERNEL_ARGS, layout["args"])],
             "kernarg_size": layout["kernarg_size"],

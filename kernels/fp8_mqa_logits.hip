@@ -70,27 +70,14 @@
 #define INSTANTIATE_MRF3(H, D, BM) \
   INSTANTIATE_MR_ATTRS(H, D, BM, RELU_F32, mrf, __attribute__((amdgpu_waves_per_eu(3))))
 
-#ifndef VARIANTS
-#define VARIANTS(X) X(32, 128, 4, 1)
-#endif
-#ifndef MR_VARIANTS
-#define MR_VARIANTS(X) X(32, 128, 4)
-#endif
-#ifndef MRP_VARIANTS
-#define MRP_VARIANTS(X)
-#endif
-#ifndef FN_VARIANTS
-#define FN_VARIANTS(X)
+// The instance lists come from rawindexer/registry.py, passed by build.py (the registry is the only list).
+#if !defined(VARIANTS) || !defined(FN_VARIANTS) || !defined(MR_VARIANTS) || !defined(MRP_VARIANTS) || \
+    !defined(MRF_VARIANTS) || !defined(MRF3_VARIANTS)
+#error "build.py defines the instance lists VARIANTS, FN_VARIANTS, MR_VARIANTS, MRP_VARIANTS, MRF_VARIANTS, MRF3_VARIANTS"
 #endif
 VARIANTS(INSTANTIATE)
 FN_VARIANTS(INSTANTIATE_FN)
 MR_VARIANTS(INSTANTIATE_MR)
 MRP_VARIANTS(INSTANTIATE_MRP)
-#ifndef MRF_VARIANTS
-#define MRF_VARIANTS(X)
-#endif
 MRF_VARIANTS(INSTANTIATE_MRF)
-#ifndef MRF3_VARIANTS
-#define MRF3_VARIANTS(X)
-#endif
 MRF3_VARIANTS(INSTANTIATE_MRF3)

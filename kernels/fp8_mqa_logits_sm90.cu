@@ -39,13 +39,13 @@
 #include "sm90/prefill_wg.cuh"
 #include "sm90/prefill_ws.cuh"
 
-// Kernel symbols (build.py picks the list and passes it as VARIANTS(X) = X(H, D, BM, IMPL) ...):
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma path, f32 FMNMX+FFMA head reduce on the CUDA cores
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma path, bf16 MMA head reduce (mirror of gfx950's _mr)
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ws    warp-specialised wgmma path (producer + 2 ping-pong consumers)
+// Kernel symbols (build.py passes the registry's list as VARIANTS(X) = X(H, D, BM, DESIGN) ...):
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma design, f32 FMNMX+FFMA head reduce on the CUDA cores
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma design, bf16 MMA head reduce (mirror of gfx950's _mr)
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ws    warp-specialised wgmma design (producer + 2 ping-pong consumers)
 //   ..._ws3 / _ws4 / _ws4n                      the same with 3 / 4 consumers in issue order / 4 unordered
 //   ..._wss                                     4 unordered consumers, SS wgmma, K ring built with cp.async
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync path (kept as the simple, independent baseline)
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync design (kept as the simple, independent baseline)
 //   (the experimental symbols: kernels/experimental/fp8_mqa_logits_sm90_experiments.cu)
 #define KERNEL_PARAMS                                                                                      \
   const u8 *q, const u8 *k, const float *kv_scale, const float *weights, const int *cu_seqlen_ks,          \
@@ -77,12 +77,12 @@
 #define INSTANTIATE_ws4(H, D, BM) WS_KERNEL(H, D, BM, ws4, 4, true, false)
 #define INSTANTIATE_ws4n(H, D, BM) WS_KERNEL(H, D, BM, ws4n, 4, false, false)
 #define INSTANTIATE_wss(H, D, BM) WS_KERNEL(H, D, BM, wss, 4, false, true)   // SS, 4 consumers, no issue order
-#define INSTANTIATE(H, D, BM, IMPL) INSTANTIATE_##IMPL(H, D, BM)
+#define INSTANTIATE(H, D, BM, DESIGN) INSTANTIATE_##DESIGN(H, D, BM)
 
 // kernels/experimental/ includes this file for its pieces and instantiates its own VARIANTS after its macros.
 #ifndef FP8_MQA_LOGITS_SM90_NO_INSTANTIATE
-#ifndef VARIANTS
-#define VARIANTS(X) X(32, 128, 4, wg)
+#ifndef VARIANTS  // the instance list comes from rawindexer/registry.py, passed by build.py
+#error "build.py defines VARIANTS(X), the instance list"
 #endif
 VARIANTS(INSTANTIATE)
 #endif

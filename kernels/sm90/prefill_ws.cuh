@@ -1,5 +1,5 @@
 // ===================================================================================================
-// Warp-specialised wgmma path (impl "ws", docs/PERFORMANCE.md v7).
+// Warp-specialised wgmma design "ws" (docs/PERFORMANCE.md v7).
 //
 // Block = 3 warpgroups, one block per SM (__launch_bounds__(384, 1)):
 //   * warpgroup 0, warp 0: the PRODUCER. It keeps a WS_STAGES-deep ring of K tiles (64 tokens each) in dynamic

@@ -1,6 +1,6 @@
-"""Host side of the sm_90a (Hopper) kernel family: variant choice, launch geometry, kernargs.
+"""Host side of the sm_90a (Hopper) kernel family: design and instance choice, launch geometry, kernargs.
 
-Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``). Implementations:
+Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``). Designs:
 
 * ``wg``  -- wgmma path: one 64-token K tile per warpgroup step, N = BLOCK_M * heads in {64, 128, 256}, head
   reduce as f32 FMNMX + FFMA on the CUDA cores
@@ -24,19 +24,20 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
   ``wss`` 4 unordered consumers with both wgmma operands in shared memory, the K ring built by two producer warps
   with 16-byte cp.async (core-matrix layout); these four are built only by ``bench/race_sm90.py --build``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
-  HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
+  HMMA, so it is never chosen by the heuristic; ask for it with ``RAWINDEXER_SM90_DESIGN=mma`` or ``Sm90Family(design="mma")``)
 
-``RAWINDEXER_SM90_IMPL`` overrides the default implementation (``DEFAULT_IMPL``).
+``RAWINDEXER_SM90_DESIGN`` overrides the default design (``DEFAULT_DESIGN``). Deprecated older names, still
+accepted with a DeprecationWarning: the variable ``RAWINDEXER_SM90_IMPL`` and the keyword ``Sm90Family(impl=...)``.
 """
 from __future__ import annotations
 
-import os
+import warnings
 from math import ceil
 from pathlib import Path
 
 from .. import registry
 from ..validation import check_sizes
-from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
+from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunables, design_from_env, pack_kernargs
 
 FLAG_CLEAN_LOGITS = 1
 FLAG_REVERSE_ROWS = 2
@@ -44,18 +45,18 @@ FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: flo
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
 TILE_TOKENS = {name: d.params["tile_tokens"] for name, d in registry.SM90_DESIGNS.items()}
-#: v6 SS-form implementations: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
-SS_IMPLS = tuple(name for name, d in registry.SM90_DESIGNS.items() if d.params.get("shared_k_ring"))
+#: v6 SS-form designs: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
+SS_DESIGNS = tuple(name for name, d in registry.SM90_DESIGNS.items() if d.params.get("shared_k_ring"))
 SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_experiments.cu (4 for the "ss4" / "ssx4" builds)
-#: warp-specialised impls -> consumer warpgroups per block (block = 1 producer warpgroup + these; rows per
+#: warp-specialised designs -> consumer warpgroups per block (block = 1 producer warpgroup + these; rows per
 #: consumer = block_m / consumers); K ring depth (WS_STAGES in the kernel source)
 WS_CONSUMERS = {name: d.params["consumers"] for name, d in registry.SM90_DESIGNS.items() if "consumers" in d.params}
 WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
-#: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
-DEFAULT_IMPL = registry.default_designs(registry.PREFILL, registry.SM90)[0]  # "wg"
-#: Per-logit gate |out - ref| <= eps * T of each implementation (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
+#: the design the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it)
+DEFAULT_DESIGN = registry.default_designs(registry.PREFILL, registry.SM90)[0]  # "wg"
+#: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
 #: The fp8 wgmma forms ("wg", "ws") cannot reach the gfx950 designs' 1e-5: Hopper's fp8 tensor cores add
 #: the products with a shorter accumulator than fp32 (about 14 bits, per DeepSeek-V3's report on H800), so
 #: a score is off by ~2^-14 of sum_d |q_d k_d|. Measured worst eps on the H200: docs/results (sweep logs).
@@ -75,24 +76,30 @@ REVERSE_ROWS_MIN_N = 2048
 
 
 class Sm90Family(KernelFamily):
-    """fp8_mqa_logits on sm_90a. ``impl`` picks "wg" (wgmma) or "mma" (mma.sync)."""
+    """fp8_mqa_logits on sm_90a. ``design`` picks one of the registry's sm_90a designs ("wg", "ws", "mma", ...);
+    default: RAWINDEXER_SM90_DESIGN, else :data:`DEFAULT_DESIGN`. ``impl``: the keyword's deprecated older name."""
 
     arch = "sm_90a"
+    design_env = "RAWINDEXER_SM90_DESIGN"
+    deprecated_design_env = "RAWINDEXER_SM90_IMPL"  # the variable's older name, still read
 
-    def __init__(self, build_dir: Path = BUILD_DIR, impl: str | None = None) -> None:
+    def __init__(self, build_dir: Path = BUILD_DIR, design: str | None = None, *, impl: str | None = None) -> None:
         super().__init__(build_dir)
-        if impl is None:
-            impl = os.environ.get("RAWINDEXER_SM90_IMPL") or DEFAULT_IMPL
-        if impl not in TILE_TOKENS:
-            raise ValueError(f"impl must be one of {sorted(TILE_TOKENS)}, got {impl!r}")
-        self.impl = impl
+        if impl is not None:
+            warnings.warn("Sm90Family(impl=...) is deprecated: use design=", DeprecationWarning, stacklevel=2)
+            design = design or impl
+        if design is None:
+            design = design_from_env(self.design_env, tuple(TILE_TOKENS), self.deprecated_design_env) or DEFAULT_DESIGN
+        if design not in TILE_TOKENS:
+            raise ValueError(f"design: expected one of {sorted(TILE_TOKENS)}, got {design!r}")
+        self.design = design
 
     def _variants(self, heads: int, head_dim: int) -> dict[int, str]:
-        """BLOCK_M -> symbol for one (heads, head_dim) of this implementation."""
+        """BLOCK_M -> symbol for one (heads, head_dim) of this design."""
         found = {}
         for symbol, k in self.target["kernels"].items():
             p = k["params"]
-            if p["heads"] == heads and p["head_dim"] == head_dim and p.get("impl") == self.impl:
+            if p["heads"] == heads and p["head_dim"] == head_dim and p["design"] == self.design:
                 found[p["block_m"]] = symbol
         return found
 
@@ -103,7 +110,7 @@ class Sm90Family(KernelFamily):
         p, t = problem, tunables
         variants = self._variants(p.heads, p.head_dim)
         if not variants:
-            raise ValueError(f"sm_90a has no {self.impl} kernel for heads={p.heads}, head_dim={p.head_dim} "
+            raise ValueError(f"sm_90a has no {self.design} kernel for heads={p.heads}, head_dim={p.head_dim} "
                              f"(built: {sorted({(k['params']['heads'], k['params']['head_dim']) for k in self.target['kernels'].values()})})")
         check_sizes(p.M, p.N, p.out_row_stride)
         for name in ("q", "k"):
@@ -116,25 +123,25 @@ class Sm90Family(KernelFamily):
         if t.block_m:
             if t.block_m not in variants:
                 raise ValueError(f"block_m={t.block_m} not built for heads={p.heads}, head_dim={p.head_dim} "
-                                 f"({self.impl}); choose from {sorted(variants)}")
+                                 f"({self.design}); choose from {sorted(variants)}")
             block_m = t.block_m
-        elif self.impl in WS_CONSUMERS:
-            block_m = min(variants, key=lambda bm: abs(bm // WS_CONSUMERS[self.impl] * p.heads - DEFAULT_N))
-        elif self.impl != "mma":
+        elif self.design in WS_CONSUMERS:
+            block_m = min(variants, key=lambda bm: abs(bm // WS_CONSUMERS[self.design] * p.heads - DEFAULT_N))
+        elif self.design != "mma":
             block_m = min(variants, key=lambda bm: abs(bm * p.heads - DEFAULT_N))
         else:
             block_m = max(variants)
 
-        if self.impl in WS_CONSUMERS:
-            warps = 4 * (1 + WS_CONSUMERS[self.impl])
+        if self.design in WS_CONSUMERS:
+            warps = 4 * (1 + WS_CONSUMERS[self.design])
             if t.num_warps not in (0, None, warps):
-                raise ValueError(f"num_warps must be {warps} for impl {self.impl!r} (producer + "
-                                 f"{WS_CONSUMERS[self.impl]} consumer warpgroups), got {t.num_warps}")
+                raise ValueError(f"num_warps must be {warps} for design {self.design!r} (producer + "
+                                 f"{WS_CONSUMERS[self.design]} consumer warpgroups), got {t.num_warps}")
             return self._plan_ws(p, t, pointers, compute_units, variants[block_m], block_m)
         if t.num_warps:
-            if not 1 <= t.num_warps <= MAX_WARPS or (self.impl != "mma" and t.num_warps % 4):
+            if not 1 <= t.num_warps <= MAX_WARPS or (self.design != "mma" and t.num_warps % 4):
                 raise ValueError(f"num_warps must be in 1..{MAX_WARPS}"
-                                 + (" and a multiple of 4 (whole warpgroups)" if self.impl != "mma" else "")
+                                 + (" and a multiple of 4 (whole warpgroups)" if self.design != "mma" else "")
                                  + f", got {t.num_warps}")
             num_warps = t.num_warps
         row_blocks = max(1, ceil(p.M / block_m))
@@ -142,7 +149,7 @@ class Sm90Family(KernelFamily):
             # H200 sweeps (docs/PERFORMANCE.md): one warpgroup per block wins once the row grid alone fills
             # the card three times over (4096 x 32768: 1320 vs 1353 us); below that two warpgroups sharing one
             # staged Q win (128 x 32768: 64 vs 72 us; 671 x 131072 H=64, 336 row blocks: 1950 vs 2254 us).
-            num_warps = 4 if self.impl == "mma" or row_blocks >= ROW_BLOCKS_PER_SM_FOR_4_WARPS * max(1, compute_units) else 8
+            num_warps = 4 if self.design == "mma" or row_blocks >= ROW_BLOCKS_PER_SM_FOR_4_WARPS * max(1, compute_units) else 8
         if t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
@@ -152,18 +159,18 @@ class Sm90Family(KernelFamily):
             # least MIN_TILES_PER_STREAM tiles per stream: on short rows every split re-stages Q
             # (1024 x 1024 multi_req H=64: split 1 14.8 us, split 2 17.6 us).
             want = ceil(TARGET_BLOCKS_PER_SM * max(1, compute_units) / row_blocks)
-            streams = num_warps // 4 if self.impl != "mma" else num_warps
-            cap = max(1, ceil(p.N / TILE_TOKENS[self.impl]) // (MIN_TILES_PER_STREAM * streams))
+            streams = num_warps // 4 if self.design != "mma" else num_warps
+            cap = max(1, ceil(p.N / TILE_TOKENS[self.design]) // (MIN_TILES_PER_STREAM * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
 
         reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
         flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
-        if self.impl != "mma" and pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
+        if self.design != "mma" and pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
             flags |= FLAG_VEC4_FILL  # every row starts 16-byte aligned
 
         # SS form: each warpgroup's ring of SS_STAGES K tiles (64 tokens x head_dim bytes) in dynamic shared memory
-        stages = 4 if self.impl.endswith("4") else SS_STAGES
-        shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.impl] * p.head_dim if self.impl in SS_IMPLS else 0
+        stages = 4 if self.design.endswith("4") else SS_STAGES
+        shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.design] * p.head_dim if self.design in SS_DESIGNS else 0
 
         return self._launch_plan(variants[block_m], p, pointers, block_m, row_blocks, split_n, num_warps, flags,
                                  reverse, shared_mem)
@@ -184,14 +191,14 @@ class Sm90Family(KernelFamily):
             block=(32 * num_warps, 1, 1),
             kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
             shared_mem=shared_mem,
-            config={"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
+            config={"design": self.design, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
                     "reverse_rows": reverse, "unroll2": False},
         )
 
     def _plan_ws(self, p: Problem, t: Tunables, pointers: Pointers, compute_units: int, symbol: str,
                  block_m: int) -> LaunchPlan:
         """Launch plan of the warp-specialised kernels: one block per SM; dynamic smem = Q + K ring + weights."""
-        consumers = WS_CONSUMERS[self.impl]
+        consumers = WS_CONSUMERS[self.design]
         warps = 4 * (1 + consumers)
         nq = block_m // consumers * p.heads  # wgmma N of one consumer
         row_blocks = max(1, ceil(p.M / block_m))
@@ -204,7 +211,7 @@ class Sm90Family(KernelFamily):
             # One block per SM, so the grid runs in whole waves: minimise waves x (tiles per block + the block's
             # fixed cost), with N / 64 tiles per unsplit row block, never leaving a stream fewer than
             # MIN_TILES_PER_STREAM tiles.
-            tiles = ceil(p.N / TILE_TOKENS[self.impl])
+            tiles = ceil(p.N / TILE_TOKENS[self.design])
             cap = max(1, min(MAX_GRID_Y, tiles // MIN_TILES_PER_STREAM))
             cost = {s: ceil(row_blocks * s / cus) * (tiles / s + WS_SPLIT_OVERHEAD_TILES)
                     for s in range(1, min(cap, 4 * cus) + 1)}
@@ -213,6 +220,6 @@ class Sm90Family(KernelFamily):
         flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
         if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
             flags |= FLAG_VEC4_FILL
-        shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.impl] * p.head_dim
+        shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.design] * p.head_dim
                       + consumers * nq * 4)
         return self._launch_plan(symbol, p, pointers, block_m, row_blocks, split_n, warps, flags, reverse, shared_mem)

@@ -48,7 +48,7 @@ def test_kernarg_layout_matches_the_gfx950_argument_list(sm90_target):
 def test_coverage_of_heads_and_dims(sm90_target):
     _, target = sm90_target
     covered = {(k["params"]["heads"], k["params"]["head_dim"]) for k in target["kernels"].values()
-               if k["params"]["impl"] == "wg"}
+               if k["params"]["design"] == "wg"}
     assert covered == {(h, d) for h in (32, 64, 128) for d in (64, 128)}
 
 
@@ -173,16 +173,25 @@ def test_backend_without_cuda_bindings(monkeypatch):
 
 def test_mirror_variant_is_built_and_selectable(sm90_target, monkeypatch):
     """The bf16 tensor-core head reduce ("wgr", docs/PERFORMANCE.md) ships beside the default and is chosen by
-    impl= or RAWINDEXER_SM90_IMPL."""
-    from rawindexer.dispatch.sm90 import DEFAULT_IMPL, Sm90Family
+    design= or RAWINDEXER_SM90_DESIGN; the older names impl= and RAWINDEXER_SM90_IMPL still work, deprecated."""
+    from rawindexer.dispatch.sm90 import DEFAULT_DESIGN, Sm90Family
 
     build_dir, _ = sm90_target
-    plan = Sm90Family(build_dir, impl="wgr").plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
-    assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm4_wgr"
+    plan = Sm90Family(build_dir, design="wgr").plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
+    assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm4_wgr" and plan.config["design"] == "wgr"
+    monkeypatch.delenv("RAWINDEXER_SM90_IMPL", raising=False)
+    monkeypatch.setenv("RAWINDEXER_SM90_DESIGN", "wgr")
+    assert Sm90Family(build_dir).design == "wgr"
+    monkeypatch.delenv("RAWINDEXER_SM90_DESIGN")
+    assert Sm90Family(build_dir).design == DEFAULT_DESIGN == "wg"
     monkeypatch.setenv("RAWINDEXER_SM90_IMPL", "wgr")
-    assert Sm90Family(build_dir).impl == "wgr"
-    monkeypatch.delenv("RAWINDEXER_SM90_IMPL")
-    assert Sm90Family(build_dir).impl == DEFAULT_IMPL == "wg"
+    with pytest.warns(DeprecationWarning, match="RAWINDEXER_SM90_DESIGN"):
+        assert Sm90Family(build_dir).design == "wgr"
+    with pytest.warns(DeprecationWarning, match="design="):
+        assert Sm90Family(build_dir, impl="mma").design == "mma"
+    monkeypatch.setenv("RAWINDEXER_SM90_DESIGN", "nope")
+    with pytest.raises(ValueError, match="RAWINDEXER_SM90_DESIGN: expected one of"):
+        Sm90Family(build_dir)
 
 
 def test_backend_host_copies(fake_driver):
@@ -275,19 +284,19 @@ def test_run_py_picks_cuda_when_a_device_is_counted(fake_driver, monkeypatch):
     assert usable_gpu_backend() is None
 
 
-def test_v5_experiment_impls_are_known_but_not_in_the_default_build(sm90_target):
+def test_v5_experiment_designs_are_known_but_not_in_the_default_build(sm90_target):
     """wf/wa/wfs/was (docs/PERFORMANCE.md v5) are accepted names; the default build ships none of them, so a plan
     for one says so instead of silently falling back."""
     from rawindexer.dispatch.sm90 import Sm90Family
 
     build_dir, _ = sm90_target
-    for impl in ("wf", "wa", "wfs", "was"):
-        fam = Sm90Family(build_dir, impl=impl)
+    for design in ("wf", "wa", "wfs", "was"):
+        fam = Sm90Family(build_dir, design=design)
         assert not fam.is_supported(32, 128)
-        with pytest.raises(ValueError, match=f"no {impl} kernel"):
+        with pytest.raises(ValueError, match=f"no {design} kernel"):
             fam.plan(Problem(64, 64, 32, 128, 64, True), Tunables(), PTRS, 132)
-    with pytest.raises(ValueError, match="impl must be one of"):
-        Sm90Family(build_dir, impl="nope")
+    with pytest.raises(ValueError, match="design: expected one of"):
+        Sm90Family(build_dir, design="nope")
 
 
 def test_order_after_makes_the_consumer_stream_wait_on_an_event(fake_driver):
@@ -318,7 +327,7 @@ def test_warp_specialised_plan(sm90_target):
     from rawindexer.dispatch.sm90 import WS_STAGES, Sm90Family
 
     build_dir, _ = sm90_target
-    fam = Sm90Family(build_dir, impl="ws")
+    fam = Sm90Family(build_dir, design="ws")
     for heads, block_m in ((32, 8), (64, 4), (128, 2)):
         plan = fam.plan(Problem(4096, 32768, heads, 128, 32768, True), Tunables(), PTRS, 132)
         assert plan.symbol == f"fp8_mqa_logits_sm90_h{heads}_d128_bm{block_m}_ws"
