@@ -163,21 +163,21 @@ class Sm90Family(KernelFamily):
             cap = max(1, ceil(p.N / TILE_TOKENS[self.design]) // (MIN_TILES_PER_STREAM * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
 
-        reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
-        flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
-        if self.design != "mma" and pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
-            flags |= FLAG_VEC4_FILL  # every row starts 16-byte aligned
-
         # SS form: each warpgroup's ring of SS_STAGES K tiles (64 tokens x head_dim bytes) in dynamic shared memory
         stages = 4 if self.design.endswith("4") else SS_STAGES
         shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.design] * p.head_dim if self.design in SS_DESIGNS else 0
 
-        return self._launch_plan(variants[block_m], p, pointers, block_m, row_blocks, split_n, num_warps, flags,
-                                 reverse, shared_mem)
+        return self._launch_plan(variants[block_m], p, t, pointers, block_m, row_blocks, split_n, num_warps, shared_mem)
 
-    def _launch_plan(self, symbol: str, p: Problem, pointers: Pointers, block_m: int, row_blocks: int, split_n: int,
-                     num_warps: int, flags: int, reverse: bool, shared_mem: int) -> LaunchPlan:
-        """The plan of one resolved launch: grid (row blocks, split_n), 32 * num_warps threads, packed kernargs."""
+    def _launch_plan(self, symbol: str, p: Problem, t: Tunables, pointers: Pointers, block_m: int, row_blocks: int,
+                     split_n: int, num_warps: int, shared_mem: int) -> LaunchPlan:
+        """The plan of one resolved launch: grid (row blocks, split_n), 32 * num_warps threads, the flags (clean
+        logits; high-m rows first past REVERSE_ROWS_MIN_N keys unless asked; the float4 -inf fill where every row of
+        out starts 16-byte aligned: every design's fill takes it), packed kernargs."""
+        reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
+        flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
+        if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
+            flags |= FLAG_VEC4_FILL
         entry = self.target["kernels"][symbol]
         values = {
             "q": pointers.q, "k": pointers.k, "kv_scale": pointers.kv_scale, "weights": pointers.weights,
@@ -216,10 +216,6 @@ class Sm90Family(KernelFamily):
             cost = {s: ceil(row_blocks * s / cus) * (tiles / s + WS_SPLIT_OVERHEAD_TILES)
                     for s in range(1, min(cap, 4 * cus) + 1)}
             split_n = min(cost, key=lambda s: (cost[s], s))
-        reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
-        flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
-        if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
-            flags |= FLAG_VEC4_FILL
         shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.design] * p.head_dim
                       + consumers * nq * 4)
-        return self._launch_plan(symbol, p, pointers, block_m, row_blocks, split_n, warps, flags, reverse, shared_mem)
+        return self._launch_plan(symbol, p, t, pointers, block_m, row_blocks, split_n, warps, shared_mem)
