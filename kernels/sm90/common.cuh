@@ -54,6 +54,21 @@ __device__ __forceinline__ void reduce_scatter(const float (&v)[2 * U], float (&
   }
 }
 
+// The quad's partial sums of V values -> the full sums this lane stores. V >= 4: reduce_scatter (lane tig keeps
+// values [tig V/4, (tig+1) V/4)). V == 2 (one row; tokens gid and gid + 8): the two tokens scattered over lane
+// pairs (lanes tig / 2 = hh hold token hh), then the sum finished within each pair.
+template <int V>
+__device__ __forceinline__ void quad_sums(const float (&part)[V], float (&res)[V >= 4 ? V / 4 : 1], int tig) {
+  if constexpr (V >= 4) {
+    reduce_scatter<V / 2>(part, res, tig);
+  } else {
+    const bool up2 = tig & 2;
+    float x = up2 ? part[1] : part[0];
+    x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+    res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+  }
+}
+
 // DESIGN: grid is (ceil(M / BM), SplitN); high-m row blocks first when asked, since under causal
 // masking a block's work grows with m and the longest blocks should not be the tail.
 struct RowBlock {

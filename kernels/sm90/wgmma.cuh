@@ -175,15 +175,7 @@ __device__ __forceinline__ void wg_head_sum_fp32(const float (&acc)[NQ / 2], con
       part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
       part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
     }
-    if constexpr (V >= 4) {
-      reduce_scatter<V / 2>(part, res, tig);
-    } else {
-      // One row: scatter the two tokens over lane pairs, then finish the sum within each pair.
-      const bool up2 = tig & 2;
-      float x = up2 ? part[1] : part[0];
-      x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
-      res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
-    }
+    quad_sums<V>(part, res, tig);
   }
 #pragma unroll
   for (int i = 0; i < VPL; ++i) {
