@@ -265,10 +265,9 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  const RowBlock rb = row_block_of<BM>(M, flags);
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   if (tid < BM) rmax_s[tid] = 0;
   for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
     const int n = idx / (D / 16);
@@ -341,11 +340,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
 
-  const int2 span = union_window<BM>(win_s, N);
-  const int lo = __shfl_sync(0xffffffffu, span.x, 0);  // uniform for ptxas (see prefill_wg.cuh)
-  const int hi = __shfl_sync(0xffffffffu, span.y, 0);
-  const TileRange tr = split_tile_range(hi - lo, TILE, split, split_n);
-  const int tile_begin = tr.begin, tile_end = tr.end;
+  const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n);
+  const int lo = bs.lo, hi = bs.hi, tile_begin = bs.tile_begin, tile_end = bs.tile_end;
   const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
 
   // This lane's outputs after the reduce-scatter: value i is (row r_i, token tok0 + 8 hh_i); V >= 4:

@@ -84,10 +84,12 @@ __device__ __forceinline__ RowBlock row_block_of(int M, int flags) {
   return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
 }
 
-// Each row's window clamped to [0, N) (empty when ke <= ks), staged once per block for every warp.
+// This block's row block, with each of its rows' windows clamped to [0, N) (empty when ke <= ks) staged once in
+// win_s for every warp (threads tid < BM write it; the caller's barrier publishes it).
 template <int BM>
-__device__ __forceinline__ void stage_windows(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
-                                              const RowBlock& rb, int N, int tid) {
+__device__ __forceinline__ RowBlock start_row_block(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
+                                                    int M, int N, int flags, int tid) {
+  const RowBlock rb = row_block_of<BM>(M, flags);
   if (tid < BM) {
     int s = 0, e = 0;
     if (tid < rb.nrows) {
@@ -96,6 +98,7 @@ __device__ __forceinline__ void stage_windows(int2* win_s, const int* __restrict
     }
     win_s[tid] = make_int2(s, e);
   }
+  return rb;
 }
 
 // A row's window w = [w.x, w.y) meets the tile [base, base + tile): rows a tile misses (a packed request's
@@ -137,6 +140,21 @@ struct TileRange {
 __device__ __forceinline__ TileRange split_tile_range(int span, int tile, int split, int split_n) {
   const int tiles = (span + tile - 1) / tile;
   return {(int)((i64)tiles * split / split_n), (int)((i64)tiles * (split + 1) / split_n)};
+}
+
+// The columns a block walks and this split's share of them, for bodies whose warps all read them: the union
+// [lo, hi) of the rows' windows, passed through a shuffle (the same value in every lane already; the shuffle
+// makes that visible to ptxas's uniformity analysis), and [tile_begin, tile_end) of its TILE-token tiles.
+struct BlockSpan {
+  int lo, hi, tile_begin, tile_end;
+};
+template <int BM, int TILE>
+__device__ __forceinline__ BlockSpan uniform_block_span(const int2* win_s, int N, int split, int split_n) {
+  const int2 span = union_window<BM>(win_s, N);
+  const int lo = __shfl_sync(0xffffffffu, span.x, 0);
+  const int hi = __shfl_sync(0xffffffffu, span.y, 0);
+  const TileRange tr = split_tile_range(hi - lo, TILE, split, split_n);
+  return {lo, hi, tr.begin, tr.end};
 }
 
 // The weights of rows [m0, m0 + nrows) in shared memory, zero for the block's rows past M; `count` floats

@@ -80,10 +80,9 @@ __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, co
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  const RowBlock rb = row_block_of<BM>(M, flags);
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   for (int idx = tid; idx < QFRAGS * WARP; idx += nthreads) {
     const int l = idx & (WARP - 1);
     int rest = idx / WARP;

@@ -95,10 +95,9 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  const RowBlock rb = row_block_of<BM>(M, flags);
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   // Stage Q: 16-byte global reads, scattered as 4-byte words into the permuted core-matrix layout.
   for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
     const int n = idx / (D / 16);
@@ -113,12 +112,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
 
-  const int2 span = union_window<BM>(win_s, N);
-  // Same value in every lane already; the shuffle makes that visible to ptxas's uniformity analysis.
-  const int lo = __shfl_sync(0xffffffffu, span.x, 0);
-  const int hi = __shfl_sync(0xffffffffu, span.y, 0);
-  const TileRange tr = split_tile_range(hi - lo, TILE, split, split_n);
-  const int tile_begin = tr.begin, tile_end = tr.end;
+  const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n);
+  const int lo = bs.lo, hi = bs.hi, tile_begin = bs.tile_begin, tile_end = bs.tile_end;
   const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
 
   // EPI_MMA: B operand of the head-reduce MMA, the block-diagonal weights, staged once per block in

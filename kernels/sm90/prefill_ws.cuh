@@ -140,10 +140,9 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   const int wgi = warp / 4, wq = warp % 4;
   const int gid = lane >> 2, tig = lane & 3;
 
-  const RowBlock rb = row_block_of<BM>(M, flags);
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   // Q of consumer c = rows [c * BMW, (c + 1) * BMW): RS in the permuted core-matrix layout of the "wg" path (the
   // A fragments carry the same permutation), SS in natural depth order (the K tile is in natural order too).
   for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
@@ -176,11 +175,8 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q (generic stores) is read by wgmma
   __syncthreads();
 
-  const int2 span = union_window<BM>(win_s, N);
-  const int lo = __shfl_sync(0xffffffffu, span.x, 0);  // uniform for ptxas (see prefill_wg.cuh)
-  const int hi = __shfl_sync(0xffffffffu, span.y, 0);
-  const TileRange tr = split_tile_range(hi - lo, TILE, split, split_n);
-  const int tile_begin = tr.begin, tile_end = tr.end;
+  const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n);
+  const int lo = bs.lo, hi = bs.hi, tile_begin = bs.tile_begin, tile_end = bs.tile_end;
 
   if (wgi == 0) {
     setmaxnreg_dec<ws_producer_regs<NC>()>();
