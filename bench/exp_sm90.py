@@ -1,4 +1,4 @@
-"""H200 experiments behind docs/PERFORMANCE.md v4, v5 and v6: variants of the sm_90a kernel, graded and timed on
+"""H200 experiments behind docs/PERFORMANCE.md v4, v5 and v6: instances of the sm_90a kernel, graded and timed on
 the same inputs in one call. The kernels live in kernels/experimental/fp8_mqa_logits_sm90_experiments.cu (which
 includes the production kernels/fp8_mqa_logits_sm90.cu); the default build (build.py) never compiles them.
 
@@ -41,10 +41,10 @@ TIME_CASES = [(4096, 32768, "causal", True), (2048, 65536, "causal", True), (102
 
 @dataclass(frozen=True)
 class ExperimentSet:
-    """One experiment: what it builds (variants: (H, D, BLOCK_M, design)), grades and times, and how."""
+    """One experiment: what it builds (instances: (H, D, BLOCK_M, design)), grades and times, and how."""
 
     out: Path
-    variants: list[tuple[int, int, int, str]]
+    instances: list[tuple[int, int, int, str]]
     diagnostics: tuple[str, ...]  # wrong results by design: timed, never graded
     graded: tuple[str, ...] | None = None  # None: every design that is not a diagnostic
     correct_cases: list[tuple[int, int, str]] = field(default_factory=lambda: CORRECT_CASES)
@@ -56,7 +56,7 @@ class ExperimentSet:
 
     @property
     def designs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(v[3] for v in self.variants))
+        return tuple(dict.fromkeys(v[3] for v in self.instances))
 
 
 _V6_DESIGNS = ("wg", "wf", "ss", "wfx", "ssx", "wfd", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
@@ -65,7 +65,7 @@ SETS: dict[str, ExperimentSet] = {
     # on the two shapes where it matters.
     "v4": ExperimentSet(
         out=ROOT / "build" / "exp",
-        variants=[(h, 128, bm, design) for design in ("wg", "wgr", "wgp", "wgrp", "wgx") for (h, bm) in ((32, 4), (64, 2))]
+        instances=[(h, 128, bm, design) for design in ("wg", "wgr", "wgp", "wgrp", "wgx") for (h, bm) in ((32, 4), (64, 2))]
         + [(32, 128, 8, "wg"), (32, 128, 8, "wgr"), (64, 128, 4, "wgr"), (64, 128, 4, "wg")],
         diagnostics=("wgx",),
         correct_cases=[c for c in CORRECT_CASES if c[2] not in ("cp", "empty")],
@@ -76,13 +76,13 @@ SETS: dict[str, ExperimentSet] = {
     ),
     "v5": ExperimentSet(
         out=ROOT / "build" / "exp5",
-        variants=[(h, d, bm, design) for design in ("wg", "wf", "wa", "wfs", "was", "wgx")
+        instances=[(h, d, bm, design) for design in ("wg", "wf", "wa", "wfs", "was", "wgx")
                   for (h, bm) in ((32, 4), (64, 2)) for d in (64, 128)],
         diagnostics=("wgx",),
     ),
     "v6": ExperimentSet(
         out=ROOT / "build" / "exp6",
-        variants=[(h, d, bm, design) for design in _V6_DESIGNS for (h, bm) in ((32, 4), (64, 2)) for d in (64, 128)],
+        instances=[(h, d, bm, design) for design in _V6_DESIGNS for (h, bm) in ((32, 4), (64, 2)) for d in (64, 128)],
         diagnostics=("wfx", "ssx", "wfd", "ssd", "ssxn", "ssx4", "ssxa"),
         graded=("wg", "ss", "ssn"),
     ),
@@ -93,10 +93,11 @@ SETS: dict[str, ExperimentSet] = {
 # build (no GPU)
 # ---------------------------------------------------------------------------------------------------------------
 def build(exp: ExperimentSet) -> None:
-    """Compile the set's variants from the experiments source into exp.out (cubin, ptxas report, manifest)."""
+    """Compile the set's instances from the experiments source into exp.out (cubin, ptxas report, manifest)."""
     import build as b
+    from rawindexer import registry
 
-    path = b.build_sm90(exp.out, [b.Sm90Variant(*v) for v in exp.variants], source=EXPERIMENTS_SOURCE)
+    path = b.build_sm90(exp.out, [registry.Sm90Instance(*v) for v in exp.instances], source=EXPERIMENTS_SOURCE)
     kernels = json.loads(path.read_text())["targets"][b.SM90_ARCH]["kernels"]
     print(f"built {len(kernels)} experimental sm_90a kernels -> {exp.out}")
     for name, k in kernels.items():
@@ -149,7 +150,7 @@ def grade(exp: ExperimentSet, launch: Launcher, graded: tuple[str, ...]) -> int:
     print("== correctness (calc_diff vs the exact reference; gate 1e-3)", flush=True)
     bad = 0
     for (M, N, mode) in exp.correct_cases:
-        for (H, D, bm, design) in exp.variants:
+        for (H, D, bm, design) in exp.instances:
             if design not in graded or (D == 64 and M > 4096):
                 continue
             try:
@@ -219,7 +220,7 @@ def time_all(exp: ExperimentSet, launch: Launcher, designs: tuple[str, ...], cas
             sets = [make_inputs(M, N, H, 128, ks_np, ke_np, seed=7 + i) for i in range(nsets)]
             outs = [torch.empty((M, N), device="cuda") for _ in range(nsets)]
             res = []
-            for (h, d, bm, design) in exp.variants:
+            for (h, d, bm, design) in exp.instances:
                 if h != H or d != 128 or design not in designs:
                     continue
                 for nw in exp.time_warps(M, N):

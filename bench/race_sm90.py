@@ -46,11 +46,12 @@ def build_race() -> None:
     import json
 
     import build as b
+    from rawindexer import registry
 
-    variants = [b.Sm90Variant(h, d, 128 // h, "wg") for h in (32, 64, 128) for d in (64, 128)]
-    variants += [b.Sm90Variant(h, d, nc * 128 // h, design) for design, nc in RACE_DESIGNS for h in (32, 64, 128)
+    instances = [registry.Sm90Instance(h, d, 128 // h, "wg") for h in (32, 64, 128) for d in (64, 128)]
+    instances += [registry.Sm90Instance(h, d, nc * 128 // h, design) for design, nc in RACE_DESIGNS for h in (32, 64, 128)
                  for d in (64, 128)]
-    path = b.build_sm90(RACE_BUILD, variants)
+    path = b.build_sm90(RACE_BUILD, instances)
     for name, k in json.loads(path.read_text())["targets"][b.SM90_ARCH]["kernels"].items():
         r = k["resources"]
         print(f"  {name:42s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "

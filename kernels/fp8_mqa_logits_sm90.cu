@@ -29,7 +29,7 @@
 // The designs live in kernels/sm90/, one file each, on kernels/sm90/common.cuh (windows, tile ranges, fill):
 //   prefill_wg.cuh   "wg" (the default) and "wgr"    prefill_ws.cuh  "ws" (and its experiment forms)
 //   prefill_mma.cuh  "mma" (the baseline)            wgmma.cuh       wgmma wrappers shared by wg and ws
-// rawindexer/registry.py declares every design and the instances build.py compiles (passed as VARIANTS(X)).
+// rawindexer/registry.py declares every design and the instances build.py compiles (passed as INSTANCES(X)).
 // The performance experiments of docs/PERFORMANCE.md v4-v6 live in
 // kernels/experimental/fp8_mqa_logits_sm90_experiments.cu, which #includes this file; bench/exp_sm90.py builds them.
 
@@ -39,7 +39,7 @@
 #include "sm90/prefill_wg.cuh"
 #include "sm90/prefill_ws.cuh"
 
-// Kernel symbols (build.py passes the registry's list as VARIANTS(X) = X(H, D, BM, DESIGN) ...):
+// Kernel symbols (build.py passes the registry's list as INSTANCES(X) = X(H, D, BM, DESIGN) ...):
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma design, f32 FMNMX+FFMA head reduce on the CUDA cores
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma design, bf16 MMA head reduce (mirror of gfx950's _mr)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ws    warp-specialised wgmma design (producer + 2 ping-pong consumers)
@@ -79,10 +79,10 @@
 #define INSTANTIATE_wss(H, D, BM) WS_KERNEL(H, D, BM, wss, 4, false, true)   // SS, 4 consumers, no issue order
 #define INSTANTIATE(H, D, BM, DESIGN) INSTANTIATE_##DESIGN(H, D, BM)
 
-// kernels/experimental/ includes this file for its pieces and instantiates its own VARIANTS after its macros.
+// kernels/experimental/ includes this file for its pieces and instantiates its own INSTANCES after its macros.
 #ifndef FP8_MQA_LOGITS_SM90_NO_INSTANTIATE
-#ifndef VARIANTS  // the instance list comes from rawindexer/registry.py, passed by build.py
-#error "build.py defines VARIANTS(X), the instance list"
+#ifndef INSTANCES  // the instance list comes from rawindexer/registry.py, passed by build.py
+#error "build.py defines INSTANCES(X), the instance list"
 #endif
-VARIANTS(INSTANTIATE)
+INSTANCES(INSTANTIATE)
 #endif

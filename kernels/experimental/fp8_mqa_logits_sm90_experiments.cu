@@ -559,7 +559,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
                        split_n * num_warps, lane);
 }
 
-// Kernel symbols of the experiments (bench/exp_sm90.py passes the list as VARIANTS(X) = X(H, D, BM, DESIGN) ...;
+// Kernel symbols of the experiments (bench/exp_sm90.py passes the list as INSTANCES(X) = X(H, D, BM, DESIGN) ...;
 // the production ones, _wg, _wgr and _mma, can be listed too):
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgp   _wg with two accumulator sets (ping-pong)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgrp  _wgr with ping-pong
@@ -597,7 +597,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
 #define INSTANTIATE_wfx(H, D, BM) WF_KERNEL_X(H, D, BM, wfx, false, false, 0, 1)
 #define INSTANTIATE_wfd(H, D, BM) WF_KERNEL_X(H, D, BM, wfd, false, false, 0, 2)
 
-#ifndef VARIANTS  // the instance list comes from bench/exp_sm90.py (its designs: rawindexer/registry.py)
-#error "bench/exp_sm90.py defines VARIANTS(X), the instance list"
+#ifndef INSTANCES  // the instance list comes from bench/exp_sm90.py (its designs: rawindexer/registry.py)
+#error "bench/exp_sm90.py defines INSTANCES(X), the instance list"
 #endif
-VARIANTS(INSTANTIATE)
+INSTANCES(INSTANTIATE)

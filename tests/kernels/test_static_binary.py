@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import build
-from rawindexer import asm
+from rawindexer import asm, registry
 from rawindexer.codeobject import CodeObject
 from rawindexer.dispatch.base import Pointers, Problem, Tunables
 from rawindexer.dispatch.gfx950 import Gfx950Family
@@ -32,8 +32,8 @@ def functions(manifest):
 def test_every_declared_variant_is_in_the_code_object(manifest):
     co = CodeObject((KERNELS / manifest["code_object"]).read_bytes())
     assert co.target.endswith("gfx950")
-    assert set(manifest["kernels"]) == {v.symbol for v in build.VARIANTS} <= set(co.kernels)
-    covered = {(v.heads, v.head_dim) for v in build.VARIANTS}
+    assert set(manifest["kernels"]) == {v.symbol for v in registry.GFX950_INSTANCES} <= set(co.kernels)
+    covered = {(v.heads, v.head_dim) for v in registry.GFX950_INSTANCES}
     assert covered == {(h, d) for h in (32, 64, 128) for d in (64, 128)}
 
 
@@ -61,9 +61,9 @@ def test_default_configuration_runs_two_waves_per_simd(manifest, heads, head_dim
     assert manifest["kernels"][plan.symbol]["resources"]["waves_per_simd"] >= need, plan.symbol
 
 
-@pytest.mark.parametrize("symbol", [v.symbol for v in build.VARIANTS if v.design == "seed"])
+@pytest.mark.parametrize("symbol", [v.symbol for v in registry.GFX950_INSTANCES if v.design == "seed"])
 def test_steady_state_loop_has_the_design_points(functions, symbol):
-    v = next(v for v in build.VARIANTS if v.symbol == symbol)
+    v = next(v for v in registry.GFX950_INSTANCES if v.symbol == symbol)
     loop = asm.instructions(asm.steady_state_loop(functions[symbol]))
     names = [i.mnemonic for i in loop]
     mfmas = [n for n in names if re.fullmatch(r"v_mfma_(scale_)?f32_32x32x64_f8f6f4", n)]
@@ -88,7 +88,7 @@ def test_steady_state_loop_has_the_design_points(functions, symbol):
 
 
 # ---- the MFMA-reduce designs (symbols _mr / _mrp): the levers, read from the binary ----
-MR = [v for v in build.VARIANTS if v.design in ("mr", "mrp")]
+MR = [v for v in registry.GFX950_INSTANCES if v.design in ("mr", "mrp")]
 
 
 @pytest.mark.parametrize("symbol", [v.symbol for v in MR])
@@ -163,7 +163,7 @@ def test_mfma_reduce_designs_meet_the_levers_at_every_shape(functions, manifest,
         assert tp.loads_in_flight_at_first_mfma == tp.loads_before_first_mfma, tp.loads_in_flight_at_first_mfma
 
 
-MRF = [v for v in build.VARIANTS if v.design == "mrf"]
+MRF = [v for v in registry.GFX950_INSTANCES if v.design == "mrf"]
 
 
 @pytest.mark.parametrize("symbol", [v.symbol for v in MRF])
