@@ -36,11 +36,15 @@ LOGIT_EPS = 1e-5  # rawindexer.testing.grading.LOGIT_EPS: the per-logit gate of 
 
 
 def sm90_logit_eps(design: str) -> float:
-    """The per-logit gate of an sm_90a design ("api" = the default one): Sm90Family's LOGIT_EPS."""
-    from rawindexer.dispatch.sm90 import DEFAULT_DESIGN
+    """The per-logit gate of an sm_90a design ("api" = the one the public API runs: RAWINDEXER_SM90_DESIGN, else
+    the default): Sm90Family's LOGIT_EPS."""
+    from rawindexer.dispatch.base import design_from_env
+    from rawindexer.dispatch.sm90 import DEFAULT_DESIGN, Sm90Family
     from rawindexer.dispatch.sm90 import LOGIT_EPS as SM90_EPS
 
-    return SM90_EPS[DEFAULT_DESIGN if design == "api" else design]
+    if design == "api":
+        design = design_from_env(Sm90Family.design_env, tuple(SM90_EPS), Sm90Family.deprecated_design_env) or DEFAULT_DESIGN
+    return SM90_EPS[design]
 
 
 def _windows(mode: str, M: int, N: int, seed: int):
