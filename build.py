@@ -7,7 +7,7 @@ What the package loads goes into ``--kernels`` (package data, shipped in the whe
 ``rawindexer/_kernels``); intermediate files go into ``--out`` (default ``build/``, never needed at
 run time):
 
-* kernels: ``fp8_mqa_logits.gfx950.hsaco`` (one symbol per variant), ``fp8_mqa_logits.gfx942.hsaco`` (the
+* kernels: ``fp8_mqa_logits.gfx950.hsaco`` (one symbol per instance), ``fp8_mqa_logits.gfx942.hsaco`` (the
   same source for MI300X / MI325X through kernels/target.h: the seed design, each instance for e4m3fnuz
   inputs and for e4m3fn inputs read in place, symbol suffix _fn), ``fp8_mqa_logits.sm90a.cubin``,
   ``manifest.json`` (per symbol: template parameters, kernarg layout, launch bounds and the resources
@@ -37,6 +37,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from rawindexer import registry
 
@@ -54,13 +55,12 @@ HIP_FLAGS = [
 
 
 # The gfx instances: declared once, in rawindexer/registry.py (design x (heads, head_dim, block_m, unroll) x
-# input format). The old names stay for bench/ and tests/: Variant(heads, head_dim, block_m, unroll, design, ...).
-Variant = registry.GfxInstance
-VARIANTS: list[Variant] = list(registry.GFX950_INSTANCES)
+# input format).
+GfxInstance = registry.GfxInstance
 MRF_3_WAVES = registry.MRF_3_WAVES
-GFX942_VARIANTS: list[Variant] = list(registry.GFX942_INSTANCES)
-#: the gfx kernel's targets: what each builds from kernels/fp8_mqa_logits.hip
-GFX_TARGETS: dict[str, list[Variant]] = {"gfx950": VARIANTS, "gfx942": GFX942_VARIANTS}
+#: the gfx kernel's targets: the instances each builds from kernels/fp8_mqa_logits.hip
+GFX_TARGETS: dict[str, tuple[GfxInstance, ...]] = {"gfx950": registry.GFX950_INSTANCES,
+                                                   "gfx942": registry.GFX942_INSTANCES}
 
 # Explicit kernel arguments, in order (must match INSTANTIATE in the source). The manifest takes the
 # offsets and sizes from the code object and checks them against these names and sizes.
@@ -161,34 +161,34 @@ def gfx_kernel_entry(symbol: str, kernel, kernel_args: list[tuple[str, int]], pa
     return entry
 
 
-def manifest_entry(variant: Variant, kernel) -> dict:
-    return gfx_kernel_entry(variant.symbol, kernel, KERNEL_ARGS, {
-        "heads": variant.heads, "head_dim": variant.head_dim, "block_m": variant.block_m, "unroll": variant.unroll,
-        "path": variant.design, "fp8_format": variant.fp8_format})
+def manifest_entry(instance: GfxInstance, kernel) -> dict:
+    return gfx_kernel_entry(instance.symbol, kernel, KERNEL_ARGS, {
+        "heads": instance.heads, "head_dim": instance.head_dim, "block_m": instance.block_m, "unroll": instance.unroll,
+        "design": instance.design, "fp8_format": instance.fp8_format})
 
 
-def build(out_dir: Path, variants: list[Variant] | None = None, kernel_dir: Path | None = None,
+def build(out_dir: Path, instances: Sequence[GfxInstance] | None = None, kernel_dir: Path | None = None,
           arch: str = ARCH) -> Path:
-    """Compile ``variants`` (default: the target's list in GFX_TARGETS) for ``arch``: code object + manifest
+    """Compile ``instances`` (default: the target's list in GFX_TARGETS) for ``arch``: code object + manifest
     into ``kernel_dir`` (default: ``out_dir``), the assembly into ``out_dir``. Returns the manifest's path."""
     from rawindexer.codeobject import CodeObject
 
-    variants = GFX_TARGETS[arch] if variants is None else variants
+    instances = GFX_TARGETS[arch] if instances is None else instances
     kernel_dir = kernel_dir or out_dir
     hsaco = kernel_dir / f"fp8_mqa_logits.{arch}.hsaco"
     asm = out_dir / f"fp8_mqa_logits.{arch}.s"
 
-    def table(path: str, fn: bool = False, three_waves: bool | None = None) -> str:
-        """X(H, D, BLOCK_M[, UNROLL]) of the variants of ``path``; ``three_waves``: mrf's attribute split."""
-        chosen = [v for v in variants if v.design == path and v.fn_on_fnuz == fn and
+    def table(design: str, fn: bool = False, three_waves: bool | None = None) -> str:
+        """X(H, D, BLOCK_M[, UNROLL]) of the instances of ``design``; ``three_waves``: mrf's attribute split."""
+        chosen = [v for v in instances if v.design == design and v.fn_on_fnuz == fn and
                   (three_waves is None or ((v.heads, v.head_dim, v.block_m) in MRF_3_WAVES) == three_waves)]
-        args = ((v.heads, v.head_dim, v.block_m) + ((v.unroll,) if path == "seed" else ()) for v in chosen)
+        args = ((v.heads, v.head_dim, v.block_m) + ((v.unroll,) if design == "seed" else ()) for v in chosen)
         return " ".join(f"X({','.join(map(str, a))})" for a in args)
 
     compile_hip(KERNEL_SOURCE, hsaco, asm=asm, arch=arch, defines=[
-        f"VARIANTS(X)={table('seed')}", f"FN_VARIANTS(X)={table('seed', True)}",
-        f"MR_VARIANTS(X)={table('mr')}", f"MRP_VARIANTS(X)={table('mrp')}",
-        f"MRF_VARIANTS(X)={table('mrf', three_waves=False)}", f"MRF3_VARIANTS(X)={table('mrf', three_waves=True)}"])
+        f"SEED_INSTANCES(X)={table('seed')}", f"SEED_FN_INSTANCES(X)={table('seed', True)}",
+        f"MR_INSTANCES(X)={table('mr')}", f"MRP_INSTANCES(X)={table('mrp')}",
+        f"MRF_INSTANCES(X)={table('mrf', three_waves=False)}", f"MRF3_INSTANCES(X)={table('mrf', three_waves=True)}"])
 
     co = CodeObject(hsaco.read_bytes())
     target = {
@@ -196,7 +196,7 @@ def build(out_dir: Path, variants: list[Variant] | None = None, kernel_dir: Path
         "assembly": asm.name,  # an intermediate: in build/ of the checkout that built it, not shipped
         "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN,
         "flags": hip_flags(arch),
-        "kernels": {v.symbol: manifest_entry(v, co.kernels[v.symbol]) for v in variants},
+        "kernels": {v.symbol: manifest_entry(v, co.kernels[v.symbol]) for v in instances},
     }
     return write_manifest(kernel_dir, arch, target)
 
@@ -225,10 +225,8 @@ SM90_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-cu
 SM90_MAX_THREADS = 256  # __launch_bounds__ in the source
 
 
-# The sm_90a instances: declared once, in rawindexer/registry.py; Sm90Variant(heads, head_dim, block_m, design)
-# stays for bench/exp_sm90.py and bench/race_sm90.py, which build experiment designs on request.
-Sm90Variant = registry.Sm90Instance
-SM90_VARIANTS: list[Sm90Variant] = list(registry.SM90_INSTANCES)
+# The sm_90a instances: declared once, in rawindexer/registry.py (SM90_INSTANCES); bench/exp_sm90.py and
+# bench/race_sm90.py build registry.Sm90Instance lists of experiment designs on request.
 #: designs whose kernels take K's CUtensorMap (128 opaque bytes, 64-byte aligned) after KERNEL_ARGS
 SM90_TENSOR_MAP_ARGS = [("k_map", 128)]
 
@@ -393,8 +391,8 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
     return result
 
 
-def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kernel_dir: Path | None = None,
-               tools: CudaToolchain | None = None, source: Path = SM90_SOURCE) -> Path:
+def build_sm90(out_dir: Path, instances: Sequence[registry.Sm90Instance] = registry.SM90_INSTANCES,
+               kernel_dir: Path | None = None, tools: CudaToolchain | None = None, source: Path = SM90_SOURCE) -> Path:
     """Compile every sm_90a instance into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
     its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path. ``source``:
     the shipped kernels by default; bench/exp_sm90.py passes the experiments' source (built on request)."""
@@ -406,11 +404,11 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
     out_dir.mkdir(parents=True, exist_ok=True)
     kernel_dir.mkdir(parents=True, exist_ok=True)
     cubin = kernel_dir / SM90_CUBIN
-    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.design})" for v in variants)
+    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.design})" for v in instances)
     with tempfile.TemporaryDirectory(prefix="rawindexer-sm90-") as tmp:
-        # nvcc splits -D values on commas, so the variant list travels in a one-line wrapper source.
-        wrapper = Path(tmp) / "fp8_mqa_logits_sm90_variants.cu"
-        wrapper.write_text(f"#define VARIANTS(X) {table}\n#include \"{source}\"\n")
+        # nvcc splits -D values on commas, so the instance list travels in a one-line wrapper source.
+        wrapper = Path(tmp) / "fp8_mqa_logits_sm90_instances.cu"
+        wrapper.write_text(f"#define INSTANCES(X) {table}\n#include \"{source}\"\n")
         tmp_cubin = Path(tmp) / SM90_CUBIN
         proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
                               capture_output=True, text=True)
@@ -424,14 +422,14 @@ def build_sm90(out_dir: Path, variants: list[Sm90Variant] = SM90_VARIANTS, kerne
     release = nvcc_release(tools.nvcc)
 
     kernels = {}
-    for v in variants:
+    for v in instances:
         layout = params[v.symbol]
         args = sm90_kernel_args(v.design)
         if len(layout["args"]) != len(args) or any(
                 size != want for (_, size), (_, want) in zip(layout["args"], args)):
             raise RuntimeError(f"{v.symbol}: parameter layout in the cubin does not match {args}")
         kernels[v.symbol] = {
-            "params": {"heads": v.heads, "head_dim": v.head_dim, "block_m": v.block_m, "impl": v.design},
+            "params": {"heads": v.heads, "head_dim": v.head_dim, "block_m": v.block_m, "design": v.design},
             "args": [{"name": name, "offset": off, "size": size}
                      for (name, _), (off, size) in zip(args, layout["args"])],
             "kernarg_size": layout["kernarg_size"],

@@ -1,13 +1,13 @@
-"""H200 experiments behind docs/PERFORMANCE.md v4, v5 and v6: variants of the sm_90a kernel, graded and timed on
+"""H200 experiments behind docs/PERFORMANCE.md v4, v5 and v6: instances of the sm_90a kernel, graded and timed on
 the same inputs in one call. The kernels live in kernels/experimental/fp8_mqa_logits_sm90_experiments.cu (which
 includes the production kernels/fp8_mqa_logits_sm90.cu); the default build (build.py) never compiles them.
 
     python bench/exp_sm90.py [--set v4|v5|v6] --build   # here (nvcc): experimental cubin -> build/exp{,5,6}/
     python bench/exp_sm90.py [--set v4|v5|v6]           # on the H200: correctness + accuracy + timings
 
---set defaults to v4. Options of a GPU run: --no-correct (timings only), --impls a,b (time only these),
---graded a,b (grade these; default per set), --long-cases (only the two longest timing shapes), --profile IMPL
-(v6: launch IMPL twice on 4096x32768 causal H=32, for ncu --launch-skip 1 --launch-count 1).
+--set defaults to v4. Options of a GPU run: --no-correct (timings only), --designs a,b (time only these),
+--graded a,b (grade these; default per set), --long-cases (only the two longest timing shapes), --profile DESIGN
+(v6: launch DESIGN twice on 4096x32768 causal H=32, for ncu --launch-skip 1 --launch-count 1).
 
 Experiment sets (diagnostics give WRONG results: timed only, never graded):
   v4  epilogues of the wgmma path: wg (f32 FMNMX + FFMA head reduce), wgr (bf16 tensor-core head reduce, the gfx950
@@ -41,12 +41,12 @@ TIME_CASES = [(4096, 32768, "causal", True), (2048, 65536, "causal", True), (102
 
 @dataclass(frozen=True)
 class ExperimentSet:
-    """One experiment: what it builds (variants: (H, D, BLOCK_M, impl)), grades and times, and how."""
+    """One experiment: what it builds (instances: (H, D, BLOCK_M, design)), grades and times, and how."""
 
     out: Path
-    variants: list[tuple[int, int, int, str]]
+    instances: list[tuple[int, int, int, str]]
     diagnostics: tuple[str, ...]  # wrong results by design: timed, never graded
-    graded: tuple[str, ...] | None = None  # None: every impl that is not a diagnostic
+    graded: tuple[str, ...] | None = None  # None: every design that is not a diagnostic
     correct_cases: list[tuple[int, int, str]] = field(default_factory=lambda: CORRECT_CASES)
     time_cases: list[tuple[int, int, str, bool]] = field(default_factory=lambda: TIME_CASES)
     # num_warps per correctness / timing shape (0: the host heuristic), SplitN values timed per shape (0: heuristic)
@@ -55,17 +55,17 @@ class ExperimentSet:
     time_splits: Callable[[int, int], tuple[int, ...]] = lambda M, N: (0,)
 
     @property
-    def impls(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(v[3] for v in self.variants))
+    def designs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v[3] for v in self.instances))
 
 
-_V6_IMPLS = ("wg", "wf", "ss", "wfx", "ssx", "wfd", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
+_V6_DESIGNS = ("wg", "wf", "ss", "wfx", "ssx", "wfd", "ssd", "ssn", "ssxn", "ss4", "ssx4", "ssa", "ssxa")
 SETS: dict[str, ExperimentSet] = {
     # v4 (the first H200 call of the set): head/BLOCK_M pairs at D=128, default num_warps when grading, SplitN swept
     # on the two shapes where it matters.
     "v4": ExperimentSet(
         out=ROOT / "build" / "exp",
-        variants=[(h, 128, bm, impl) for impl in ("wg", "wgr", "wgp", "wgrp", "wgx") for (h, bm) in ((32, 4), (64, 2))]
+        instances=[(h, 128, bm, design) for design in ("wg", "wgr", "wgp", "wgrp", "wgx") for (h, bm) in ((32, 4), (64, 2))]
         + [(32, 128, 8, "wg"), (32, 128, 8, "wgr"), (64, 128, 4, "wgr"), (64, 128, 4, "wg")],
         diagnostics=("wgx",),
         correct_cases=[c for c in CORRECT_CASES if c[2] not in ("cp", "empty")],
@@ -76,13 +76,13 @@ SETS: dict[str, ExperimentSet] = {
     ),
     "v5": ExperimentSet(
         out=ROOT / "build" / "exp5",
-        variants=[(h, d, bm, impl) for impl in ("wg", "wf", "wa", "wfs", "was", "wgx")
+        instances=[(h, d, bm, design) for design in ("wg", "wf", "wa", "wfs", "was", "wgx")
                   for (h, bm) in ((32, 4), (64, 2)) for d in (64, 128)],
         diagnostics=("wgx",),
     ),
     "v6": ExperimentSet(
         out=ROOT / "build" / "exp6",
-        variants=[(h, d, bm, impl) for impl in _V6_IMPLS for (h, bm) in ((32, 4), (64, 2)) for d in (64, 128)],
+        instances=[(h, d, bm, design) for design in _V6_DESIGNS for (h, bm) in ((32, 4), (64, 2)) for d in (64, 128)],
         diagnostics=("wfx", "ssx", "wfd", "ssd", "ssxn", "ssx4", "ssxa"),
         graded=("wg", "ss", "ssn"),
     ),
@@ -93,10 +93,11 @@ SETS: dict[str, ExperimentSet] = {
 # build (no GPU)
 # ---------------------------------------------------------------------------------------------------------------
 def build(exp: ExperimentSet) -> None:
-    """Compile the set's variants from the experiments source into exp.out (cubin, ptxas report, manifest)."""
+    """Compile the set's instances from the experiments source into exp.out (cubin, ptxas report, manifest)."""
     import build as b
+    from rawindexer import registry
 
-    path = b.build_sm90(exp.out, [b.Sm90Variant(*v) for v in exp.variants], source=EXPERIMENTS_SOURCE)
+    path = b.build_sm90(exp.out, [registry.Sm90Instance(*v) for v in exp.instances], source=EXPERIMENTS_SOURCE)
     kernels = json.loads(path.read_text())["targets"][b.SM90_ARCH]["kernels"]
     print(f"built {len(kernels)} experimental sm_90a kernels -> {exp.out}")
     for name, k in kernels.items():
@@ -109,26 +110,26 @@ def build(exp: ExperimentSet) -> None:
 # GPU run: grade, time, summarise
 # ---------------------------------------------------------------------------------------------------------------
 class Launcher:
-    """Plans and launches any impl of one experimental build, caching the module's functions."""
+    """Plans and launches any design of one experimental build, caching the module's functions."""
 
-    def __init__(self, exp: ExperimentSet, impls: tuple[str, ...]):
+    def __init__(self, exp: ExperimentSet, designs: tuple[str, ...]):
         from rawindexer.backends.cuda import CudaBackend
         from rawindexer.dispatch.sm90 import Sm90Family
 
         self.be = CudaBackend()
-        self.fams = {impl: Sm90Family(exp.out, impl=impl) for impl in impls}
+        self.fams = {design: Sm90Family(exp.out, design=design) for design in designs}
         self.module = self.be.load_module(next(iter(self.fams.values())).code_object())
         self.funcs: dict = {}
 
-    def __call__(self, impl, args, out, clean, tun):
-        """(launch thunk, plan) for impl on args = (q, k, kv_scale, weights, ks, ke) writing out."""
+    def __call__(self, design, args, out, clean, tun):
+        """(launch thunk, plan) for design on args = (q, k, kv_scale, weights, ks, ke) writing out."""
         import torch
 
         from rawindexer.dispatch.base import Pointers, Problem
 
         q, k, kv, w, ks, ke = args
         M, H, D = q.shape
-        plan = self.fams[impl].plan(Problem(M, k.shape[0], H, D, out.stride(0), clean), tun,
+        plan = self.fams[design].plan(Problem(M, k.shape[0], H, D, out.stride(0), clean), tun,
                                     Pointers(q.data_ptr(), k.data_ptr(), kv.data_ptr(), w.data_ptr(), ks.data_ptr(),
                                              ke.data_ptr(), out.data_ptr()), self.be.compute_units())
         if plan.symbol not in self.funcs:
@@ -149,8 +150,8 @@ def grade(exp: ExperimentSet, launch: Launcher, graded: tuple[str, ...]) -> int:
     print("== correctness (calc_diff vs the exact reference; gate 1e-3)", flush=True)
     bad = 0
     for (M, N, mode) in exp.correct_cases:
-        for (H, D, bm, impl) in exp.variants:
-            if impl not in graded or (D == 64 and M > 4096):
+        for (H, D, bm, design) in exp.instances:
+            if design not in graded or (D == 64 and M > 4096):
                 continue
             try:
                 ks_np, ke_np = _windows(mode, M, N, seed=M + N + H)
@@ -163,13 +164,13 @@ def grade(exp: ExperimentSet, launch: Launcher, graded: tuple[str, ...]) -> int:
                 for nw in exp.correct_warps(M, N):
                     big = torch.full((M, N + 3), float("nan"), device="cuda")
                     out = big[:, :N]
-                    go, _plan = launch(impl, args, out, clean, Tunables(block_m=bm, num_warps=nw))
+                    go, _plan = launch(design, args, out, clean, Tunables(block_m=bm, num_warps=nw))
                     go()
                     torch.cuda.synchronize()
                     ok, msg = grade_gpu(out, ref, args[4], args[5], clean)
                     ok = ok and bool(torch.isnan(big[:, N:]).all())
                     bad += not ok
-                    print(f"{'PASS' if ok else 'FAIL'} {impl:4s} M={M} N={N} H={H} D={D} bm={bm} nw={nw} {mode} "
+                    print(f"{'PASS' if ok else 'FAIL'} {design:4s} M={M} N={N} H={H} D={D} bm={bm} nw={nw} {mode} "
                           f"clean={int(clean)}: {msg}")
             del ref, args
             torch.cuda.empty_cache()
@@ -177,8 +178,8 @@ def grade(exp: ExperimentSet, launch: Launcher, graded: tuple[str, ...]) -> int:
     return bad
 
 
-def profile_once(launch: Launcher, impl: str) -> None:
-    """One warm-up and one measured launch of impl on 4096x32768 causal H=32 (ncu --launch-skip 1 --launch-count 1)."""
+def profile_once(launch: Launcher, design: str) -> None:
+    """One warm-up and one measured launch of design on 4096x32768 causal H=32 (ncu --launch-skip 1 --launch-count 1)."""
     import torch
 
     from rawindexer.bench import make_inputs, windows_for
@@ -187,15 +188,15 @@ def profile_once(launch: Launcher, impl: str) -> None:
     ks_np, ke_np = windows_for("causal", 4096, 32768)
     args = make_inputs(4096, 32768, 32, 128, ks_np, ke_np, seed=3)
     out = torch.empty((4096, 32768), device="cuda")
-    go, plan = launch(impl, args, out, True, Tunables(block_m=4, num_warps=4))
+    go, plan = launch(design, args, out, True, Tunables(block_m=4, num_warps=4))
     go()
     go()
     torch.cuda.synchronize()
     print("profiled", plan.symbol, plan.grid, plan.config)
 
 
-def time_all(exp: ExperimentSet, launch: Launcher, impls: tuple[str, ...], cases) -> list:
-    """Median us of every (impl, num_warps, SplitN) per shape at D=128, rotating input sets past the L2."""
+def time_all(exp: ExperimentSet, launch: Launcher, designs: tuple[str, ...], cases) -> list:
+    """Median us of every (design, num_warps, SplitN) per shape at D=128, rotating input sets past the L2."""
     import torch
 
     from rawindexer.bench import (
@@ -219,45 +220,45 @@ def time_all(exp: ExperimentSet, launch: Launcher, impls: tuple[str, ...], cases
             sets = [make_inputs(M, N, H, 128, ks_np, ke_np, seed=7 + i) for i in range(nsets)]
             outs = [torch.empty((M, N), device="cuda") for _ in range(nsets)]
             res = []
-            for (h, d, bm, impl) in exp.variants:
-                if h != H or d != 128 or impl not in impls:
+            for (h, d, bm, design) in exp.instances:
+                if h != H or d != 128 or design not in designs:
                     continue
                 for nw in exp.time_warps(M, N):
                     for split in exp.time_splits(M, N):
                         try:
-                            gos = [launch(impl, sets[i], outs[i], clean,
+                            gos = [launch(design, sets[i], outs[i], clean,
                                           Tunables(block_m=bm, num_warps=nw, split_n=split)) for i in range(nsets)]
                         except ValueError:  # that configuration does not exist for this shape
                             continue
                         us = time_fn(lambda i, gos=gos: gos[i][0](), nsets, 20)
                         tf = 2 * H * 128 * pairs / us / 1e6
-                        res.append((us, impl, bm, nw, split, gos[0][1].config["split_n"], tf))
+                        res.append((us, design, bm, nw, split, gos[0][1].config["split_n"], tf))
             res.sort()
             print(f"-- {M}x{N} {window} clean={int(clean)} H={H}")
-            for us, impl, bm, nw, split, sn, tf in res:
+            for us, design, bm, nw, split, sn, tf in res:
                 asked = f"{split}->" if len(exp.time_splits(M, N)) > 1 else ""
-                print(f"   {impl:4s} bm={bm} nw={nw} split={asked}{sn}: {us:9.1f} us {tf:6.0f} TFLOP/s "
+                print(f"   {design:4s} bm={bm} nw={nw} split={asked}{sn}: {us:9.1f} us {tf:6.0f} TFLOP/s "
                       f"{100 * tf / peak:4.0f}%")
             best: dict[str, float] = {}
-            for us, impl, *_ in res:
-                best.setdefault(impl, us)
+            for us, design, *_ in res:
+                best.setdefault(design, us)
             summary.append((M, N, window, H, best))
             del sets, outs
             torch.cuda.empty_cache()
     return summary
 
 
-def run(exp: ExperimentSet, impls: tuple[str, ...], graded: tuple[str, ...], skip_correct: bool,
+def run(exp: ExperimentSet, designs: tuple[str, ...], graded: tuple[str, ...], skip_correct: bool,
         long_cases: bool, profile: str | None) -> None:
-    launch = Launcher(exp, impls if not profile else (profile,))
+    launch = Launcher(exp, designs if not profile else (profile,))
     if profile:
         return profile_once(launch, profile)
     bad = 0 if skip_correct else grade(exp, launch, graded)
-    summary = time_all(exp, launch, impls, exp.time_cases[:2] if long_cases else exp.time_cases)
-    print("== summary: best us per impl")
-    print("case".ljust(34) + "".join(i.rjust(9) for i in impls))
+    summary = time_all(exp, launch, designs, exp.time_cases[:2] if long_cases else exp.time_cases)
+    print("== summary: best us per design")
+    print("case".ljust(34) + "".join(i.rjust(9) for i in designs))
     for M, N, window, H, best in summary:
-        print(f"{M}x{N} {window} H={H}".ljust(34) + "".join(f"{best.get(i, float('nan')):9.1f}" for i in impls))
+        print(f"{M}x{N} {window} H={H}".ljust(34) + "".join(f"{best.get(i, float('nan')):9.1f}" for i in designs))
     print(f"correctness failures: {bad}")
 
 
@@ -266,22 +267,23 @@ def main() -> None:
     p.add_argument("--set", choices=sorted(SETS), default="v4", help="experiment set (default v4)")
     p.add_argument("--build", action="store_true", help="compile the set's cubin (no GPU needed)")
     p.add_argument("--no-correct", action="store_true", help="skip grading, time only")
-    p.add_argument("--impls", default=None, help="comma-separated impls to time (default: all of the set)")
-    p.add_argument("--graded", default=None, help="comma-separated impls to grade (default: per set)")
+    p.add_argument("--designs", "--impls", default=None,
+                   help="comma-separated designs to time (default: all of the set; --impls: its older name)")
+    p.add_argument("--graded", default=None, help="comma-separated designs to grade (default: per set)")
     p.add_argument("--long-cases", action="store_true", help="time only the two longest causal shapes")
-    p.add_argument("--profile", default=None, metavar="IMPL",
-                   help="launch IMPL twice on 4096x32768 causal H=32 (for ncu) and stop")
+    p.add_argument("--profile", default=None, metavar="DESIGN",
+                   help="launch DESIGN twice on 4096x32768 causal H=32 (for ncu) and stop")
     a = p.parse_args()
     exp = SETS[a.set]
     if a.build:
         return build(exp)
-    impls = tuple(a.impls.split(",")) if a.impls else exp.impls
-    unknown = set(impls) - set(exp.impls) | ({a.profile} - set(exp.impls) if a.profile else set())
+    designs = tuple(a.designs.split(",")) if a.designs else exp.designs
+    unknown = set(designs) - set(exp.designs) | ({a.profile} - set(exp.designs) if a.profile else set())
     if unknown:
         p.error(f"not in set {a.set}: {', '.join(sorted(unknown))}")
     graded = tuple(a.graded.split(",")) if a.graded else (
-        exp.graded if exp.graded is not None else tuple(i for i in exp.impls if i not in exp.diagnostics))
-    run(exp, impls, tuple(g for g in graded if g in impls), a.no_correct, a.long_cases, a.profile)
+        exp.graded if exp.graded is not None else tuple(i for i in exp.designs if i not in exp.diagnostics))
+    run(exp, designs, tuple(g for g in graded if g in designs), a.no_correct, a.long_cases, a.profile)
 
 
 if __name__ == "__main__":

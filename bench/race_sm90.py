@@ -5,12 +5,12 @@ and DeepGEMM on the same inputs over the benchmark's 64 cases (rawindexer.bench.
 clean {1, 0} x H {32, 64}, D = 128), with the fp8 matmul rate measured in the same run.
 
     python bench/race_sm90.py --build          # here (nvcc): every ws form + wg -> build/race/ (RACE_BUILD)
-    python bench/race_sm90.py [--impls wg,ws] [--no-grade] [--cases all|long] [--out DIR]
+    python bench/race_sm90.py [--designs wg,ws] [--no-grade] [--cases all|long] [--out DIR]
     python bench/race_sm90.py --profile ws|deepgemm [--heads 32]   # one warm-up + one launch, for ncu
 
 Timing is rawindexer.bench.time_fn: CUDA events around each call, median, input sets rotated past the 60 MB L2,
 ~1 ms of GPU busy-wait before each call so host work never shows. rawindexer's kernels are launched straight
-through CudaBackend (the plan of Sm90Family(impl)); DeepGEMM through its Python entry point (its own output
+through CudaBackend (the plan of Sm90Family(design)); DeepGEMM through its Python entry point (its own output
 allocation included, as a caller would see it). DeepGEMM: ``deep_gemm.fp8_mqa_logits(q, (k, kv_scale), weights,
 ks, ke, clean_logits)``, the tokenspeed-deepgemm wheel, JIT-compiled at first use (needs CUDA_HOME).
 
@@ -36,8 +36,8 @@ GRADE_CASES = [(4096, 32768, "causal"), (1024, 131072, "causal"), (671, 131072, 
                (61, 1024, "multi_req"), (1024, 1560, "misaligned"), (300, 3000, "cp"), (200, 2000, "empty")]
 LONG = [(4096, 32768), (2048, 65536), (1024, 131072)]
 RACE_BUILD = ROOT / "build" / "race"
-#: what --build compiles: the shipped wg plus every warp-specialised form ((impl, consumers); BLOCK_M = nc * 128 / H)
-RACE_IMPLS = (("ws", 2), ("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4), ("tma", 4), ("tmas", 4))
+#: what --build compiles: the shipped wg plus every warp-specialised form ((design, consumers); BLOCK_M = nc * 128 / H)
+RACE_DESIGNS = (("ws", 2), ("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4), ("tma", 4), ("tmas", 4))
 
 
 def build_race(only: tuple[str, ...] = ()) -> None:
@@ -46,11 +46,12 @@ def build_race(only: tuple[str, ...] = ()) -> None:
     import json
 
     import build as b
+    from rawindexer import registry
 
-    variants = [b.Sm90Variant(h, d, 128 // h, "wg") for h in (32, 64, 128) for d in (64, 128)]
-    variants += [b.Sm90Variant(h, d, nc * 128 // h, impl) for impl, nc in RACE_IMPLS for h in (32, 64, 128)
-                 for d in (64, 128) if not only or impl in only]
-    path = b.build_sm90(RACE_BUILD, variants)
+    instances = [registry.Sm90Instance(h, d, 128 // h, "wg") for h in (32, 64, 128) for d in (64, 128)]
+    instances += [registry.Sm90Instance(h, d, nc * 128 // h, design) for design, nc in RACE_DESIGNS
+                  for h in (32, 64, 128) for d in (64, 128) if not only or design in only]
+    path = b.build_sm90(RACE_BUILD, instances)
     for name, k in json.loads(path.read_text())["targets"][b.SM90_ARCH]["kernels"].items():
         r = k["resources"]
         print(f"  {name:42s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
@@ -61,25 +62,25 @@ PER_LOGIT_GATE = 1e-5
 class Launcher:
     """Plans and launches rawindexer sm_90a implementations of the default build straight through CudaBackend."""
 
-    def __init__(self, impls):
+    def __init__(self, designs):
         from rawindexer.backends.cuda import CudaBackend
         from rawindexer.dispatch.sm90 import Sm90Family
 
         self.be = CudaBackend()
         # "tmas" / "tma" plans carry K's tensor map for the K pointer they are given (dispatch/sm90_tensor_map.py)
-        self.fams = {impl: Sm90Family(RACE_BUILD if RACE_BUILD.exists() else ROOT / "build", impl=impl)
-                     for impl in impls}
+        self.fams = {design: Sm90Family(RACE_BUILD if RACE_BUILD.exists() else ROOT / "build", design=design)
+                     for design in designs}
         self.module = self.be.load_module(next(iter(self.fams.values())).code_object())
         self.funcs: dict = {}
 
-    def __call__(self, impl, args, out, clean):
+    def __call__(self, design, args, out, clean):
         import torch
 
         from rawindexer.dispatch.base import Pointers, Problem, Tunables
 
         q, k, kv, w, ks, ke = args
         M, H, D = q.shape
-        plan = self.fams[impl].plan(Problem(M, k.shape[0], H, D, out.stride(0), clean), Tunables(),
+        plan = self.fams[design].plan(Problem(M, k.shape[0], H, D, out.stride(0), clean), Tunables(),
                                     Pointers(q.data_ptr(), k.data_ptr(), kv.data_ptr(), w.data_ptr(), ks.data_ptr(),
                                              ke.data_ptr(), out.data_ptr()), self.be.compute_units())
         if plan.symbol not in self.funcs:
@@ -138,7 +139,7 @@ def per_logit(out, ref, T, ks, ke) -> float:
     return float((err / T[inside].double().clamp_min(1e-30)).max())
 
 
-def grade(launch: Launcher, impls, dg, log) -> int:
+def grade(launch: Launcher, designs, dg, log) -> int:
     import torch
     from test_cuda_gpu import _windows, grade_gpu
 
@@ -159,11 +160,11 @@ def grade(launch: Launcher, impls, dg, log) -> int:
                 args = make_inputs(M, N, H, D, ks_np, ke_np, seed=M + N + H + D)
                 ref = reference64(args)
                 T = reference64(args, absolute=True)
-                for impl in impls:
+                for design in designs:
                     for clean in (True, False):
                         big = torch.full((M, N + 3), float("nan"), device="cuda")
                         out = big[:, :N]
-                        go, plan = launch(impl, args, out, clean)
+                        go, plan = launch(design, args, out, clean)
                         go()
                         torch.cuda.synchronize()
                         ok, msg = grade_gpu(out, ref, args[4], args[5], clean)
@@ -171,7 +172,7 @@ def grade(launch: Launcher, impls, dg, log) -> int:
                         ok = ok and bool(torch.isnan(big[:, N:]).all())
                         bad += not ok
                         over += pl > PER_LOGIT_GATE
-                        log(f"{'PASS' if ok else 'FAIL'} {impl} M={M} N={N} H={H} D={D} {mode} clean={int(clean)} "
+                        log(f"{'PASS' if ok else 'FAIL'} {design} M={M} N={N} H={H} D={D} {mode} clean={int(clean)} "
                             f"split={plan.config['split_n']}: {msg} per-logit {pl:.1e}")
                 if dg is not None and D == 128 and H in (32, 64) and mode in ("causal", "multi_req"):
                     try:
@@ -189,7 +190,7 @@ def grade(launch: Launcher, impls, dg, log) -> int:
     return bad
 
 
-def race(launch: Launcher, impls, dg, cases, reps: int, log) -> list[dict]:
+def race(launch: Launcher, designs, dg, cases, reps: int, log) -> list[dict]:
     import torch
 
     from rawindexer.bench import L2_BYTES, SHAPES, fp8_peak_tflops, make_inputs, time_fn, window_pairs, windows_for
@@ -209,10 +210,10 @@ def race(launch: Launcher, impls, dg, cases, reps: int, log) -> list[dict]:
                 outs = [torch.empty((M, N), device="cuda") for _ in range(nsets)]
                 for clean in (True, False):
                     row = {"M": M, "N": N, "window": window, "clean": clean, "H": H, "peak": peak}
-                    for impl in impls:
-                        gos = [launch(impl, sets[i], outs[i], clean) for i in range(nsets)]
-                        row[impl] = time_fn(lambda i, gos=gos: gos[i][0](), nsets, reps)
-                        row[impl + "_cfg"] = gos[0][1].config
+                    for design in designs:
+                        gos = [launch(design, sets[i], outs[i], clean) for i in range(nsets)]
+                        row[design] = time_fn(lambda i, gos=gos: gos[i][0](), nsets, reps)
+                        row[design + "_cfg"] = gos[0][1].config
                     if dg is not None:
                         fn = lambda i: dg.fp8_mqa_logits(sets[i][0], (sets[i][1], sets[i][2]), sets[i][3], sets[i][4],
                                                          sets[i][5], clean_logits=clean)
@@ -223,74 +224,74 @@ def race(launch: Launcher, impls, dg, cases, reps: int, log) -> list[dict]:
                             row["deepgemm"] = float("nan")
                     row["tflop"] = 2 * H * 128 * pairs / 1e12
                     rows.append(row)
-                    log(fmt_row(row, impls))
+                    log(fmt_row(row, designs))
                 del sets, outs
                 torch.cuda.empty_cache()
     return rows
 
 
-def fmt_row(r: dict, impls) -> str:
-    """One case: per impl us (% of the fp8 rate) [speed vs DeepGEMM], then DeepGEMM us (%)."""
+def fmt_row(r: dict, designs) -> str:
+    """One case: per design us (% of the fp8 rate) [speed vs DeepGEMM], then DeepGEMM us (%)."""
     pct = lambda us: 100 * r["tflop"] / (us * 1e-6) / r["peak"]
     dg = r.get("deepgemm", float("nan"))
-    cols = "".join(f" {i} {r[i]:8.1f} ({pct(r[i]):3.0f}%) [{dg / r[i]:4.2f}x]" for i in impls)
+    cols = "".join(f" {i} {r[i]:8.1f} ({pct(r[i]):3.0f}%) [{dg / r[i]:4.2f}x]" for i in designs)
     return (f"{r['M']:5d}x{r['N']:<6d} {r['window']:9s} c={int(r['clean'])} H={r['H']:2d} |{cols}"
             f" | deepgemm {dg:8.1f} ({pct(dg) if dg == dg else float('nan'):3.0f}%)")
 
 
-def summary(rows, impls, log) -> None:
+def summary(rows, designs, log) -> None:
     if not rows or "deepgemm" not in rows[0]:
         return
     log("== summary vs DeepGEMM (speed ratio = DeepGEMM us / ours us; > 1 is faster)")
-    for impl in impls:
+    for design in designs:
         for label, sel in (("all", lambda r: True), ("H=32", lambda r: r["H"] == 32), ("H=64", lambda r: r["H"] == 64),
                            ("causal", lambda r: r["window"] == "causal"),
                            ("multi_req", lambda r: r["window"] == "multi_req")):
-            ratios = [r["deepgemm"] / r[impl] for r in rows if sel(r) and r["deepgemm"] == r["deepgemm"]]
+            ratios = [r["deepgemm"] / r[design] for r in rows if sel(r) and r["deepgemm"] == r["deepgemm"]]
             if ratios:
                 g = math.exp(sum(map(math.log, ratios)) / len(ratios))
-                log(f"{impl:3s} {label:9s} geomean {g:5.3f}x  min {min(ratios):5.3f}x  slower in "
+                log(f"{design:3s} {label:9s} geomean {g:5.3f}x  min {min(ratios):5.3f}x  slower in "
                     f"{sum(x < 1 for x in ratios)}/{len(ratios)}")
     log("long causal chunks, % of the fp8 rate (clean=1):")
     for r in rows:
         if (r["M"], r["N"]) in LONG and r["window"] == "causal" and r["clean"]:
             pct = lambda us: 100 * r["tflop"] / (us * 1e-6) / r["peak"]
-            log(f"  {r['M']}x{r['N']} H={r['H']}: " + "  ".join(f"{i} {pct(r[i]):.1f}%" for i in impls)
+            log(f"  {r['M']}x{r['N']} H={r['H']}: " + "  ".join(f"{i} {pct(r[i]):.1f}%" for i in designs)
                 + f"  deepgemm {pct(r['deepgemm']):.1f}%")
 
 
-def smoke(impl: str) -> None:
-    """Launch impl once on a small and a long case at H 32 and 64 and wait for it (run in a child process with a
+def smoke(design: str) -> None:
+    """Launch design once on a small and a long case at H 32 and 64 and wait for it (run in a child process with a
     timeout by main(), so a kernel that never finishes costs seconds, not the whole call)."""
     import torch
 
     from rawindexer.bench import make_inputs, windows_for
 
-    launch = Launcher((impl,))
+    launch = Launcher((design,))
     for (M, N) in ((61, 1024), (4096, 32768)):
         for H in (32, 64):
             ks_np, ke_np = windows_for("causal", M, N)
             args = make_inputs(M, N, H, 128, ks_np, ke_np, seed=1)
             out = torch.empty((M, N), device="cuda")
-            launch(impl, args, out, True)[0]()
+            launch(design, args, out, True)[0]()
             torch.cuda.synchronize()
 
 
-def alive(impls, log, timeout_s: float = 40.0) -> tuple[str, ...]:
-    """The impls whose smoke launch finishes within timeout_s in a child process."""
+def alive(designs, log, timeout_s: float = 40.0) -> tuple[str, ...]:
+    """The designs whose smoke launch finishes within timeout_s in a child process."""
     import subprocess
 
     keep = []
-    for impl in impls:
+    for design in designs:
         try:
-            r = subprocess.run([sys.executable, __file__, "--smoke", impl], timeout=timeout_s, capture_output=True,
+            r = subprocess.run([sys.executable, __file__, "--smoke", design], timeout=timeout_s, capture_output=True,
                                text=True)
             ok, why = r.returncode == 0, (r.stderr.strip().splitlines() or ["?"])[-1]
         except subprocess.TimeoutExpired:
             ok, why = False, f"no completion within {timeout_s:.0f} s (hang)"
-        log(f"smoke {impl}: {'ok' if ok else 'DROPPED: ' + why}")
+        log(f"smoke {design}: {'ok' if ok else 'DROPPED: ' + why}")
         if ok:
-            keep.append(impl)
+            keep.append(design)
     return tuple(keep)
 
 
@@ -318,16 +319,17 @@ def profile(target: str, heads: int) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--impls", default="wg,ws", help="rawindexer implementations to time (last = the candidate)")
+    p.add_argument("--designs", "--impls", default="wg,ws",
+                   help="rawindexer designs to time (last = the candidate; --impls: its older name)")
     p.add_argument("--grade", default=None, help="implementations to grade (default: the candidate)")
     p.add_argument("--no-grade", action="store_true")
     p.add_argument("--cases", choices=("all", "long"), default="all")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--out", type=Path, default=None, help="folder for race_sm90.log")
-    p.add_argument("--profile", default=None, help="IMPL or deepgemm: one launch for ncu, then stop")
+    p.add_argument("--profile", default=None, help="DESIGN or deepgemm: one launch for ncu, then stop")
     p.add_argument("--heads", type=int, default=32)
     p.add_argument("--build", action="store_true", help="compile RACE_BUILD (no GPU needed) and stop")
-    p.add_argument("--build-only", default="", help="with --build: these RACE_IMPLS only (comma list; wg always)")
+    p.add_argument("--build-only", default="", help="with --build: these RACE_DESIGNS only (comma list; wg always)")
     p.add_argument("--smoke", default=None, help=argparse.SUPPRESS)  # child process of alive()
     a = p.parse_args()
     if a.build:
@@ -336,7 +338,7 @@ def main() -> None:
         return smoke(a.smoke)
     if a.profile:
         return profile(a.profile, a.heads)
-    impls = tuple(a.impls.split(","))
+    designs = tuple(a.designs.split(","))
     logf = open(a.out / "race_sm90.log", "w") if a.out else None
 
     def log(s: str) -> None:
@@ -346,13 +348,13 @@ def main() -> None:
             logf.flush()
 
     # Timings first, grading after: a failure in one must not cost the other (call 2 of v7 lost every timing to
-    # a kernel that never finished in the grading that came first). Each impl must finish a smoke launch first.
-    impls = alive(impls, log)
-    graded = [g for g in (a.grade.split(",") if a.grade else impls[-1:]) if g in impls]
-    launch = Launcher(impls)
+    # a kernel that never finished in the grading that came first). Each design must finish a smoke launch first.
+    designs = alive(designs, log)
+    graded = [g for g in (a.grade.split(",") if a.grade else designs[-1:]) if g in designs]
+    launch = Launcher(designs)
     dg = deepgemm()
-    rows = race(launch, impls, dg, a.cases, a.reps, log)
-    summary(rows, impls, log)
+    rows = race(launch, designs, dg, a.cases, a.reps, log)
+    summary(rows, designs, log)
     bad = 0 if a.no_grade else grade(launch, tuple(graded), dg, log)
     log(f"grading failures: {bad}")
 

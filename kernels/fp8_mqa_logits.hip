@@ -22,8 +22,9 @@
 #include "gfx/prefill_seed.h"  // design seed
 #include "gfx/prefill_mfma_reduce.h"  // designs mr, mrp, mrf
 
-// Kernel symbols: fp8_mqa_logits_h{H}_d{D}_bm{BLOCK_M}_u{UNROLL}. build.py's variant list decides which
-// are compiled (-DVARIANTS=...); the manifest records each one's argument layout and resources.
+// Kernel symbols: fp8_mqa_logits_h{H}_d{D}_bm{BLOCK_M}_u{UNROLL}. The registry's instances decide which are
+// compiled (build.py passes -DSEED_INSTANCES=... and the other *_INSTANCES lists); the manifest records each
+// one's argument layout and resources.
 #define KERNEL_ATTRS \
   extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(64, 512)))
 
@@ -70,27 +71,14 @@
 #define INSTANTIATE_MRF3(H, D, BM) \
   INSTANTIATE_MR_ATTRS(H, D, BM, RELU_F32, mrf, __attribute__((amdgpu_waves_per_eu(3))))
 
-#ifndef VARIANTS
-#define VARIANTS(X) X(32, 128, 4, 1)
+// The instance lists come from rawindexer/registry.py, passed by build.py (the registry is the only list).
+#if !defined(SEED_INSTANCES) || !defined(SEED_FN_INSTANCES) || !defined(MR_INSTANCES) || !defined(MRP_INSTANCES) || \
+    !defined(MRF_INSTANCES) || !defined(MRF3_INSTANCES)
+#error "build.py defines the instance lists SEED_INSTANCES, SEED_FN_INSTANCES, MR_INSTANCES, MRP_INSTANCES, MRF_INSTANCES, MRF3_INSTANCES"
 #endif
-#ifndef MR_VARIANTS
-#define MR_VARIANTS(X) X(32, 128, 4)
-#endif
-#ifndef MRP_VARIANTS
-#define MRP_VARIANTS(X)
-#endif
-#ifndef FN_VARIANTS
-#define FN_VARIANTS(X)
-#endif
-VARIANTS(INSTANTIATE)
-FN_VARIANTS(INSTANTIATE_FN)
-MR_VARIANTS(INSTANTIATE_MR)
-MRP_VARIANTS(INSTANTIATE_MRP)
-#ifndef MRF_VARIANTS
-#define MRF_VARIANTS(X)
-#endif
-MRF_VARIANTS(INSTANTIATE_MRF)
-#ifndef MRF3_VARIANTS
-#define MRF3_VARIANTS(X)
-#endif
-MRF3_VARIANTS(INSTANTIATE_MRF3)
+SEED_INSTANCES(INSTANTIATE)
+SEED_FN_INSTANCES(INSTANTIATE_FN)
+MR_INSTANCES(INSTANTIATE_MR)
+MRP_INSTANCES(INSTANTIATE_MRP)
+MRF_INSTANCES(INSTANTIATE_MRF)
+MRF3_INSTANCES(INSTANTIATE_MRF3)

@@ -29,7 +29,7 @@
 // The designs live in kernels/sm90/, one file each, on kernels/sm90/common.cuh (windows, tile ranges, fill):
 //   prefill_wg.cuh   "wg" (the default) and "wgr"    prefill_ws.cuh  "ws" (and its experiment forms)
 //   prefill_mma.cuh  "mma" (the baseline)            wgmma.cuh       wgmma wrappers shared by wg and ws
-// rawindexer/registry.py declares every design and the instances build.py compiles (passed as VARIANTS(X)).
+// rawindexer/registry.py declares every design and the instances build.py compiles (passed as INSTANCES(X)).
 // The performance experiments of docs/PERFORMANCE.md v4-v6 live in
 // kernels/experimental/fp8_mqa_logits_sm90_experiments.cu, which #includes this file; bench/exp_sm90.py builds them.
 
@@ -40,13 +40,13 @@
 #include "sm90/prefill_ws.cuh"
 #include "sm90/prefill_tma.cuh"  // "tma" / "tmas" (experiment, v8): K through a TMA tensor map argument
 
-// Kernel symbols (build.py picks the list and passes it as VARIANTS(X) = X(H, D, BM, IMPL) ...):
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma path, f32 FMNMX+FFMA head reduce on the CUDA cores
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma path, bf16 MMA head reduce (mirror of gfx950's _mr)
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ws    warp-specialised wgmma path (producer + 2 ping-pong consumers)
+// Kernel symbols (build.py passes the registry's list as INSTANCES(X) = X(H, D, BM, DESIGN) ...):
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma design, f32 FMNMX+FFMA head reduce on the CUDA cores
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgr   wgmma design, bf16 MMA head reduce (mirror of gfx950's _mr)
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_ws    warp-specialised wgmma design (producer + 2 ping-pong consumers)
 //   ..._ws3 / _ws4 / _ws4n                      the same with 3 / 4 consumers in issue order / 4 unordered
 //   ..._wss                                     4 unordered consumers, SS wgmma, K ring built with cp.async
-//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync path (kept as the simple, independent baseline)
+//   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_mma   mma.sync design (kept as the simple, independent baseline)
 //   (the experimental symbols: kernels/experimental/fp8_mqa_logits_sm90_experiments.cu)
 #define KERNEL_PARAMS                                                                                      \
   const u8 *q, const u8 *k, const float *kv_scale, const float *weights, const int *cu_seqlen_ks,          \
@@ -78,12 +78,12 @@
 #define INSTANTIATE_ws4(H, D, BM) WS_KERNEL(H, D, BM, ws4, 4, true, false)
 #define INSTANTIATE_ws4n(H, D, BM) WS_KERNEL(H, D, BM, ws4n, 4, false, false)
 #define INSTANTIATE_wss(H, D, BM) WS_KERNEL(H, D, BM, wss, 4, false, true)   // SS, 4 consumers, no issue order
-#define INSTANTIATE(H, D, BM, IMPL) INSTANTIATE_##IMPL(H, D, BM)
+#define INSTANTIATE(H, D, BM, DESIGN) INSTANTIATE_##DESIGN(H, D, BM)
 
-// kernels/experimental/ includes this file for its pieces and instantiates its own VARIANTS after its macros.
+// kernels/experimental/ includes this file for its pieces and instantiates its own INSTANCES after its macros.
 #ifndef FP8_MQA_LOGITS_SM90_NO_INSTANTIATE
-#ifndef VARIANTS
-#define VARIANTS(X) X(32, 128, 4, wg)
+#ifndef INSTANCES  // the instance list comes from rawindexer/registry.py, passed by build.py
+#error "build.py defines INSTANCES(X), the instance list"
 #endif
-VARIANTS(INSTANTIATE)
+INSTANCES(INSTANTIATE)
 #endif

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from . import asm
@@ -33,17 +32,17 @@ def default_symbols(kernels: Path | None = None) -> list[str]:
     """The headline pair, then per (H, D) the kernel each design's heuristic picks for a long chunk
     (4096, 32768): read from the dispatch, so a new variant or default shows up without edits here."""
     from .dispatch.base import Problem, Tunables
-    from .dispatch.gfx950 import PATHS, Gfx950Family
+    from .dispatch.gfx950 import DESIGNS, Gfx950Family
 
     family = Gfx950Family(kernels)
     out = list(HEADLINE)
     for heads, head_dim in sorted(family.supported_shapes("seed"), key=lambda s: (s[1], s[0]), reverse=True):
-        for path in PATHS:
-            if not family.variants(heads, head_dim, path):
+        for design in DESIGNS:
+            if not family.variants(heads, head_dim, design):
                 continue
             problem = Problem(4096, 32768, heads, head_dim, 32768, True)
-            cfg = family.choose(problem, Tunables(variant=path), compute_units=256)
-            suffix = f"u{2 if cfg['unroll2'] else 1}" if path == "seed" else path
+            cfg = family.choose(problem, Tunables(variant=design), compute_units=256)
+            suffix = f"u{2 if cfg['unroll2'] else 1}" if design == "seed" else design
             symbol = f"fp8_mqa_logits_h{heads}_d{head_dim}_bm{cfg['block_m']}_{suffix}"
             if symbol not in out:
                 out.append(symbol)
@@ -82,9 +81,9 @@ COMPUTE_UNITS = 256  # MI355X
 TARGET_CUS = {"gfx950": COMPUTE_UNITS, "gfx942": 304}
 
 
-def resident_waves(kernels: Path | None, heads: int, head_dim: int, path: str, block_m: int, arch: str = "gfx950",
+def resident_waves(kernels: Path | None, heads: int, head_dim: int, design: str, block_m: int, arch: str = "gfx950",
                    fp8_format: str | None = None) -> list[float]:
-    """Waves resident per SIMD of the heuristic's launch (this path and BLOCK_M) at each of
+    """Waves resident per SIMD of the heuristic's launch (this design and BLOCK_M) at each of
     :data:`SEED_LARGE_SHAPES` on the target's CUs x 4 SIMDs: launch geometry capped by the kernel's occupancy."""
     from .dispatch import family_for
     from .dispatch.base import Pointers, Problem, Tunables
@@ -94,7 +93,7 @@ def resident_waves(kernels: Path | None, heads: int, head_dim: int, path: str, b
     cus = TARGET_CUS[arch]
     out = []
     for M, N in SEED_LARGE_SHAPES:
-        plan = family.plan(Problem(M, N, heads, head_dim, N, True, fmt), Tunables(block_m=block_m, variant=path),
+        plan = family.plan(Problem(M, N, heads, head_dim, N, True, fmt), Tunables(block_m=block_m, variant=design),
                            Pointers(*range(1, 8)), cus)
         occupancy = family.target["kernels"][plan.symbol]["resources"]["waves_per_simd"]
         out.append(family.resident_waves(plan.grid, plan.block, occupancy, cus))
@@ -122,7 +121,7 @@ def static_rows(build: Path = BUILD, symbols: list[str] | None = None, kernels: 
         p, r = e["params"], e["resources"]
         tp = asm.tile_profile(funcs[sym], p["heads"], p["head_dim"], p["block_m"])
         rows.append({
-            "symbol": sym, "path": p.get("path", "seed"), "H": p["heads"], "D": p["head_dim"],
+            "symbol": sym, "design": p["design"], "H": p["heads"], "D": p["head_dim"],
             "BM": p["block_m"], "vgpr": r["vgpr"], "agpr": r["agpr"], "sgpr": r["sgpr"],
             "waves": r["waves_per_simd"], "spill": r["vgpr_spill"] + r["sgpr_spill"],
             "tiles_in_loop": tp.tiles_in_loop,
@@ -133,16 +132,16 @@ def static_rows(build: Path = BUILD, symbols: list[str] | None = None, kernels: 
             "wait_states_per_tile": tp.wait_states_per_tile,
             "loads_in_flight": tp.loads_in_flight_at_first_mfma,
             "k_bytes_per_row": p["head_dim"] / p["block_m"],  # K bytes read per output row per key
-            "eps": LOGIT_EPS[p.get("path", "seed")],
-            "resident": resident_waves(kernels, p["heads"], p["head_dim"], p.get("path", "seed"), p["block_m"], arch,
+            "eps": LOGIT_EPS[p["design"]],
+            "resident": resident_waves(kernels, p["heads"], p["head_dim"], p["design"], p["block_m"], arch,
                                        p.get("fp8_format")),
         })
     return rows
 
 
-def emulated_counts(symbol_paths: dict[str, str], M: int = 8, N: int = 256, H: int = 32, D: int = 128,
+def emulated_counts(symbol_designs: dict[str, str], M: int = 8, N: int = 256, H: int = 32, D: int = 128,
                     seed: int = 0) -> dict[str, dict]:
-    """{path: {"stats": per-class dynamic counts, "symbol": ...}} of one causal launch per path on the
+    """{design: {"stats": per-class dynamic counts, "symbol": ...}} of one causal launch per design on the
     emulator, or {} when the emulator backend is not there."""
     try:
         import numpy as np
@@ -154,34 +153,27 @@ def emulated_counts(symbol_paths: dict[str, str], M: int = 8, N: int = 256, H: i
     except ImportError:
         return {}
     out = {}
-    for path, block_m in symbol_paths.items():
+    for design, block_m in symbol_designs.items():
         rng = np.random.default_rng(seed)
         ks, ke = make_windows("causal", M, N, rng)
         ops = dict(q_fp8=random_e4m3fn(rng, (M, H, D)), k_fp8=random_e4m3fn(rng, (N, D)),
                    kv_scale=rng.uniform(0, 2, N).astype(np.float32),
                    weights=rng.standard_normal((M, H)).astype(np.float32), cu_seqlen_ks=ks, cu_seqlen_ke=ke)
-        old = os.environ.get("RAWINDEXER_GFX950_PATH")
-        os.environ["RAWINDEXER_GFX950_PATH"] = path
         try:
-            rawindexer.fp8_mqa_logits(**ops, block_m=block_m, num_warps=1, split_n=1)
+            rawindexer.fp8_mqa_logits(**ops, block_m=block_m, num_warps=1, split_n=1, variant=design)
             stats = getattr(get_backend("emulator"), "last_stats", None)
         except Exception as exc:  # noqa: BLE001 -- the emulator is optional and still growing
-            out[path] = {"error": f"{type(exc).__name__}: {exc}"}
+            out[design] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
-        finally:
-            if old is None:
-                os.environ.pop("RAWINDEXER_GFX950_PATH", None)
-            else:
-                os.environ["RAWINDEXER_GFX950_PATH"] = old
         if stats is None:
             continue
-        out[path] = {"symbol": stats.kernel, "per_class": dict(stats.per_class),
+        out[design] = {"symbol": stats.kernel, "per_class": dict(stats.per_class),
                      "instructions": stats.instructions, "shape": (M, N, H, D, block_m)}
     return out
 
 
 def markdown(rows: list[dict], emu: dict) -> str:
-    lines = ["| variant | path | VGPR | AGPR | SGPR | waves/SIMD | spills | VALU/tile | SALU/tile | MFMA/tile | "
+    lines = ["| instance | design | VGPR | AGPR | SGPR | waves/SIMD | spills | VALU/tile | SALU/tile | MFMA/tile | "
              "VMEM/tile | VALU per row-token | MFMA passes per row-token (score + reduce) | wait states/tile | "
              "loads in flight at 1st MFMA | K bytes per row per key | per-logit eps (tested bound) | "
              "waves resident per SIMD at (4096, 32768) / (2048, 65536) / (1024, 131072) |",
@@ -189,7 +181,7 @@ def markdown(rows: list[dict], emu: dict) -> str:
     for r in rows:
         m = r["mix_per_tile"]
         lines.append(
-            f"| {r['symbol']} | {r['path']} | {r['vgpr']} | {r['agpr']} | {r['sgpr']} | {r['waves']} | {r['spill']} | "
+            f"| {r['symbol']} | {r['design']} | {r['vgpr']} | {r['agpr']} | {r['sgpr']} | {r['waves']} | {r['spill']} | "
             f"{m['VALU']:.0f} | {m['SALU']:.0f} | {m['MFMA']:.0f} | {m['VMEM']:.0f} | {r['valu_per_rt']:.3f} | "
             f"{r['mfma_passes_per_rt']:.2f} ({r['score_passes_per_rt']:.2f} + {r['reduce_passes_per_rt']:.2f}) | "
             f"{r['wait_states_per_tile']:.1f} | {r['loads_in_flight']} | {r['k_bytes_per_row']:.0f} | "
@@ -198,14 +190,14 @@ def markdown(rows: list[dict], emu: dict) -> str:
         ecls = sorted({c for e in emu.values() for c in e.get("per_class", {})})
         lines += ["", "Emulated dynamic instruction counts (one causal launch, numpy inputs, num_warps=1, split_n=1;"
                   " classes as the emulator names them):",
-                  "", "| path | kernel | shape (M, N, H, D, BM) | " + " | ".join(ecls) + " | total |",
+                  "", "| design | kernel | shape (M, N, H, D, BM) | " + " | ".join(ecls) + " | total |",
                   "|" + "---|" * (len(ecls) + 4)]
-        for path, e in emu.items():
+        for design, e in emu.items():
             if "error" in e:
-                lines.append(f"| {path} | (not run: {e['error'][:120]}) |")
+                lines.append(f"| {design} | (not run: {e['error'][:120]}) |")
                 continue
             pc = e["per_class"]
-            lines.append(f"| {path} | {e['symbol']} | {e['shape']} | " +
+            lines.append(f"| {design} | {e['symbol']} | {e['shape']} | " +
                          " | ".join(str(pc.get(c, 0)) for c in ecls) + f" | {e['instructions']} |")
     return "\n".join(lines)
 
@@ -228,18 +220,18 @@ TOPK_HEADS = [(32, 128), (64, 128)]
 EPS_SHAPE = (8, 384)  # (M, N) of the per-(H, D) worst-eps table
 
 
-def _run_design(inputs: dict, path: str):
+def _run_design(inputs: dict, design: str):
     import numpy as np
 
     from . import fp8_mqa_logits
 
     M, N = inputs["q_fp8"].shape[0], inputs["k_fp8"].shape[0]
     out = np.full((M, N), np.nan, np.float32)
-    fp8_mqa_logits(**inputs, out=out, variant=path)
+    fp8_mqa_logits(**inputs, out=out, variant=design)
     return out
 
 
-def accuracy_tables(paths: tuple[str, ...] | None = None, topk_cases=None, heads=None, eps_shape=EPS_SHAPE,
+def accuracy_tables(designs: tuple[str, ...] | None = None, topk_cases=None, heads=None, eps_shape=EPS_SHAPE,
                     seed: int | None = None) -> str:
     """Markdown: (1) worst per-logit eps of each design at every (H, D); (2) per design and case: worst eps,
     calc_diff, top-k recall (k = 2048, and k = window/8) against the float64 reference, flips and the share
@@ -247,12 +239,12 @@ def accuracy_tables(paths: tuple[str, ...] | None = None, topk_cases=None, heads
     import numpy as np
 
     from .accuracy import TOPK, realistic_inputs, topk_agreement
-    from .dispatch.gfx950 import LOGIT_EPS, PATHS
+    from .dispatch.gfx950 import LOGIT_EPS, DESIGNS
     from .testing.grading import calc_diff, worst_eps
     from .testing.reference import fp8_mqa_logits_ref_with_scale
     from .testing.windows import causal, make_windows
 
-    paths = paths or PATHS
+    designs = designs or DESIGNS
     topk_cases = TOPK_CASES if topk_cases is None else topk_cases
     heads = TOPK_HEADS if heads is None else heads
     rng = np.random.default_rng(seed)
@@ -265,15 +257,15 @@ def accuracy_tables(paths: tuple[str, ...] | None = None, topk_cases=None, heads
     for h, d in shapes:
         ks, ke = causal(M, N, diagonal=True)
         drawn[(h, d)] = realistic_inputs(rng, M, N, h, d, ks, ke)
-    for path in paths:
+    for design in designs:
         cells = []
         for h, d in shapes:
             inp = drawn[(h, d)]
             args = inp.kernel_args()
             ref, scale = fp8_mqa_logits_ref_with_scale(*args.values())
-            out = _run_design(args, path)
+            out = _run_design(args, design)
             cells.append(f"{worst_eps(out, ref, scale, inp.cu_seqlen_ks, inp.cu_seqlen_ke):.1e}")
-        lines.append(f"| {path} [{LOGIT_EPS[path]:.0e}] | " + " | ".join(cells) + " |")
+        lines.append(f"| {design} [{LOGIT_EPS[design]:.0e}] | " + " | ".join(cells) + " |")
 
     lines += ["", f"Top-k agreement with the float64 reference of the same fp8 inputs (k = {TOPK} on rows with more "
               "keys; k = window/8 on every row of >= 8 keys). Flips = keys the design selects and the reference "
@@ -288,8 +280,8 @@ def accuracy_tables(paths: tuple[str, ...] | None = None, topk_cases=None, heads
             args = inp.kernel_args()
             ref, scale = fp8_mqa_logits_ref_with_scale(*args.values())
             inside = np.isfinite(ref)
-            for path in paths:
-                out = _run_design(args, path)
+            for design in designs:
+                out = _run_design(args, design)
                 eps = worst_eps(out, ref, scale, ks, ke)
                 diff = calc_diff(out[inside], ref[inside])
                 a = topk_agreement(out, ref, inp.unquantised, ks, ke, k=TOPK)
@@ -302,7 +294,7 @@ def accuracy_tables(paths: tuple[str, ...] | None = None, topk_cases=None, heads
                     return f"{t.recall:.6f} ({t.rows})", f"{t.flips} ({share})"
                 ra, fa = cell(a)
                 rb, fb = cell(b)
-                lines.append(f"| {mode} ({M}, {N}), H={h}, D={d} | {path} | {eps:.1e} | {diff:.1e} | {ra} | {fa} | "
+                lines.append(f"| {mode} ({M}, {N}), H={h}, D={d} | {design} | {eps:.1e} | {diff:.1e} | {ra} | {fa} | "
                              f"{rb} | {fb} |")
     return "\n".join(lines)
 

@@ -66,10 +66,6 @@ class GfxInstance:
     fn_on_fnuz: bool = False
 
     @property
-    def path(self) -> str:  # the manifest's and build.py's older word for a design
-        return self.design
-
-    @property
     def symbol(self) -> str:
         if self.design != "seed":
             return f"fp8_mqa_logits_h{self.heads}_d{self.head_dim}_bm{self.block_m}_{self.design}"
@@ -88,10 +84,6 @@ class Sm90Instance:
     head_dim: int
     block_m: int
     design: str
-
-    @property
-    def impl(self) -> str:  # dispatch/sm90.py's older word for a design
-        return self.design
 
     @property
     def symbol(self) -> str:

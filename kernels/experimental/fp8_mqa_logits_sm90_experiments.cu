@@ -265,22 +265,10 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  const int row_blocks = (M + BM - 1) / BM;
-  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - (int)blockIdx.x : (int)blockIdx.x;
-  const int split = blockIdx.y;
-  const int m0 = row_block * BM;
-  const int nrows = min(BM, M - m0);
-  const bool clean = flags & FLAG_CLEAN_LOGITS;
-
-  if (tid < BM) {
-    int s = 0, e = 0;
-    if (tid < nrows) {
-      s = max(min(cu_seqlen_ks[m0 + tid], N), 0);
-      e = max(min(cu_seqlen_ke[m0 + tid], N), s);
-    }
-    win_s[tid] = make_int2(s, e);
-    rmax_s[tid] = 0;
-  }
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
+  const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
+  const bool clean = rb.clean;
+  if (tid < BM) rmax_s[tid] = 0;
   for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
     const int n = idx / (D / 16);
     const int d0 = 16 * (idx % (D / 16));
@@ -290,10 +278,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
     if constexpr (KSRC >= 1) {
       *reinterpret_cast<uint4*>(q_s + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;  // natural order
     } else {
-      u8* row = q_s + (n / 8) * SBO + (n % 8) * 16 + 4 * (d0 / (D / 4));
-      const int s0 = (d0 % (D / 4)) / 8;
-#pragma unroll
-      for (int w = 0; w < 4; ++w) *reinterpret_cast<uint32_t*>(row + (2 * (s0 + w / 2) + (w % 2)) * LBO) = word(v, w);
+      store_q_chunk_permuted<D>(q_s, n, d0, v);
     }
   }
   // Lane order: lane tig's weights of column blocks j = 2jp, 2jp + 1 are
@@ -355,22 +340,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
 
-  int lo = N, hi = 0;
-#pragma unroll
-  for (int r = 0; r < BM; ++r) {
-    const int2 w = win_s[r];
-    if (w.y > w.x) {
-      lo = min(lo, w.x);
-      hi = max(hi, w.y);
-    }
-  }
-  if (hi <= lo) lo = hi = 0;
-  lo = __shfl_sync(0xffffffffu, lo, 0);
-  hi = __shfl_sync(0xffffffffu, hi, 0);
-
-  const int tiles = (hi - lo + TILE - 1) / TILE;
-  const int tile_begin = (int)((i64)tiles * split / split_n);
-  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n);
+  const int lo = bs.lo, hi = bs.hi, tile_begin = bs.tile_begin, tile_end = bs.tile_end;
   const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
 
   // This lane's outputs after the reduce-scatter: value i is (row r_i, token tok0 + 8 hh_i); V >= 4:
@@ -454,14 +425,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
               part[2 * r + 1] = fmaf(fmaxf(x3, w1), w0, part[2 * r + 1]);
             }
           }
-          if constexpr (V >= 4) {
-            reduce_scatter<V / 2>(part, res, tig);
-          } else {
-            const bool up2 = tig & 2;
-            float x = up2 ? part[1] : part[0];
-            x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
-            res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
-          }
+          quad_sums<V>(part, res, tig);
         }
 #pragma unroll
         for (int i = 0; i < VPL; ++i) res[i] += accA[i];
@@ -479,14 +443,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
         wf_heads<H, V, 0, NQ / 8, 0, ABS>(accA, wl_s, tig, part);
       }
       if constexpr (EPX == 0) {
-        if constexpr (V >= 4) {
-          reduce_scatter<V / 2>(part, res, tig);
-        } else {
-          const bool up2 = tig & 2;
-          float x = up2 ? part[1] : part[0];
-          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
-          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
-        }
+        quad_sums<V>(part, res, tig);
       }
       if constexpr (ABS) {
         // Linear term: lane tig holds pair p = tig at column block NQ / 8: (token gid: hi, lo), (gid + 8: hi, lo)
@@ -597,19 +554,12 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
 #endif
   }
 
-  if (clean) {
-    const int worker = split * num_warps + warp;
-    const int workers = split_n * num_warps;
-    const bool vec4 = flags & FLAG_VEC4_FILL;
-    for (int r = 0; r < nrows; ++r) {
-      float* dst_row = out + (i64)(m0 + r) * out_row_stride;
-      fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
-      fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
-    }
-  }
+  if (clean)
+    fill_outside_union(out, out_row_stride, m0, nrows, lo, hi, N, flags & FLAG_VEC4_FILL, split * num_warps + warp,
+                       split_n * num_warps, lane);
 }
 
-// Kernel symbols of the experiments (bench/exp_sm90.py passes the list as VARIANTS(X) = X(H, D, BM, IMPL) ...;
+// Kernel symbols of the experiments (bench/exp_sm90.py passes the list as INSTANCES(X) = X(H, D, BM, DESIGN) ...;
 // the production ones, _wg, _wgr and _mma, can be listed too):
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgp   _wg with two accumulator sets (ping-pong)
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wgrp  _wgr with ping-pong
@@ -647,7 +597,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
 #define INSTANTIATE_wfx(H, D, BM) WF_KERNEL_X(H, D, BM, wfx, false, false, 0, 1)
 #define INSTANTIATE_wfd(H, D, BM) WF_KERNEL_X(H, D, BM, wfd, false, false, 0, 2)
 
-#ifndef VARIANTS
-#define VARIANTS(X) X(32, 128, 4, wf)
+#ifndef INSTANCES  // the instance list comes from bench/exp_sm90.py (its designs: rawindexer/registry.py)
+#error "bench/exp_sm90.py defines INSTANCES(X), the instance list"
 #endif
-VARIANTS(INSTANTIATE)
+INSTANCES(INSTANTIATE)

@@ -194,7 +194,7 @@ DEVICE Packed<RELU> pack_scores(v4f s0, v4f s1) {
   if constexpr (RELU == RELU_PK_MAX) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) p[i] = __builtin_elementwise_max(p[i], (v2s){0, 0});
-  } else {
+  } else if constexpr (RELU == RELU_ABS_SPLIT) {  // RELU_F32 packs nothing here (its ReLU runs in f32)
     v2s a[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -232,40 +232,15 @@ DEVICE void fp8_mqa_logits_mr_body(const u8 GLOBAL* __restrict__ q, const u8 GLO
   const int j = lane & 15;   // A row / B and C column (token)
   const int g4 = lane >> 4;  // k group; in C register 0: the query row
 
-  // DESIGN: grid is (ceil(M / BLOCK_M), SplitN); row groups dispatched high-m first when requested,
-  // because under causal masking a row group's work grows with m and the longest blocks should not
-  // become the tail.
-  const int row_blocks = (M + BLOCK_M - 1) / BLOCK_M;
-  const int bx = __builtin_amdgcn_workgroup_id_x();
-  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - bx : bx;
-  const int split = __builtin_amdgcn_workgroup_id_y();
-  const int m0 = row_block * BLOCK_M;
-  const bool clean = flags & FLAG_CLEAN_LOGITS;
+  // Grid, row order (common.h). Windows: the union (walked, as in the seed) and the intersection over
+  // valid rows (tiles inside it need no masking at the store: the steady state).
+  const RowBlock rb = row_block_of<BLOCK_M>(M, flags);
+  const int split = rb.split, m0 = rb.m0;
+  const bool clean = rb.clean;
   const int valid_rows = __builtin_elementwise_min(BLOCK_M, M - m0);
-
-  // Windows: the union (walked, as in the seed) and the intersection over valid rows (tiles inside it
-  // need no masking at the store: the steady state).
   RowWindow win[BLOCK_M];
-  int union_lo = N, union_hi = 0, inter_lo = 0, inter_hi = N;
-#pragma unroll
-  for (int r = 0; r < BLOCK_M; ++r) {
-    const int m = m0 + r;
-    win[r].valid = m < M;
-    int s = 0, e = 0;
-    if (win[r].valid) {
-      s = __builtin_elementwise_max(__builtin_elementwise_min(cu_seqlen_ks[m], N), 0);
-      e = __builtin_elementwise_max(__builtin_elementwise_min(cu_seqlen_ke[m], N), s);
-      inter_lo = __builtin_elementwise_max(inter_lo, s);
-      inter_hi = __builtin_elementwise_min(inter_hi, e);
-    }
-    win[r].start = s;
-    win[r].end = e;
-    if (e > s) {
-      union_lo = __builtin_elementwise_min(union_lo, s);
-      union_hi = __builtin_elementwise_max(union_hi, e);
-    }
-  }
-  if (union_hi <= union_lo) union_lo = union_hi = 0;
+  int union_lo, union_hi, inter_lo, inter_hi;
+  block_windows<BLOCK_M>(cu_seqlen_ks, cu_seqlen_ke, m0, M, N, win, union_lo, union_hi, inter_lo, inter_hi);
 
   // This lane's row in C register 0 (rows >= valid_rows never store: the out resource drops them).
   const int my_row = RELU == RELU_F32 ? row_of_group(g4) : g4;

@@ -86,36 +86,13 @@ DEVICE void fp8_mqa_logits_body(const u8 GLOBAL* __restrict__ q, const u8 GLOBAL
   const int i = lane & 31;  // head row of A / token column of B and of the result
   const int g = lane >> 5;  // which 32-byte half of each 64-deep step this lane carries
 
-  // Grid (ceil(M / BLOCK_M), SplitN), as the mfma-reduce body (marked there); row groups dispatched
-  // high-m first when requested, because under causal masking a row group's work grows with m and the
-  // longest blocks should not become the tail.
-  const int row_blocks = (M + BLOCK_M - 1) / BLOCK_M;
-  const int bx = __builtin_amdgcn_workgroup_id_x();
-  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - bx : bx;
-  const int split = __builtin_amdgcn_workgroup_id_y();
-  const int m0 = row_block * BLOCK_M;
-  const bool clean = flags & FLAG_CLEAN_LOGITS;
-
-  // Row windows, clamped to [0, N). The block walks the union of its rows' windows.
+  // Grid, row order, row windows and their union: common.h. The block walks the union of its rows' windows.
+  const RowBlock rb = row_block_of<BLOCK_M>(M, flags);
+  const int split = rb.split, m0 = rb.m0;
+  const bool clean = rb.clean;
   RowWindow win[BLOCK_M];
-  int union_lo = N, union_hi = 0;
-#pragma unroll
-  for (int r = 0; r < BLOCK_M; ++r) {
-    const int m = m0 + r;
-    win[r].valid = m < M;
-    int s = 0, e = 0;
-    if (win[r].valid) {
-      s = __builtin_elementwise_max(__builtin_elementwise_min(cu_seqlen_ks[m], N), 0);
-      e = __builtin_elementwise_max(__builtin_elementwise_min(cu_seqlen_ke[m], N), s);
-    }
-    win[r].start = s;
-    win[r].end = e;
-    if (e > s) {
-      union_lo = __builtin_elementwise_min(union_lo, s);
-      union_hi = __builtin_elementwise_max(union_hi, e);
-    }
-  }
-  if (union_hi <= union_lo) union_lo = union_hi = 0;
+  int union_lo, union_hi, inter_lo, inter_hi;
+  block_windows<BLOCK_M>(cu_seqlen_ks, cu_seqlen_ke, m0, M, N, win, union_lo, union_hi, inter_lo, inter_hi);
 
   // SplitN splits each block's KV tile range (common.h); warps split the tile range, not the rows
   // (marked in the mfma-reduce body).

@@ -1,7 +1,8 @@
 // sm_90a kernels of fp8_mqa_logits: what every design shares -- types, flags, constants, 16-byte loads, the
-// quad reduce-scatter, row-block dispatch, per-row windows clamped to [0, N) and the fused -inf fill. The
-// design bodies (prefill_mma.cuh, prefill_wg.cuh, prefill_ws.cuh) use these, so the window, tile-range and
-// fill rules are written once for the target.
+// quad reduce-scatter, row-block dispatch, per-row windows clamped to [0, N), the block's union window and
+// tile range, weight staging, the masked logit store and the fused -inf fill. The design bodies
+// (prefill_mma.cuh, prefill_wg.cuh, prefill_ws.cuh) use these, so the window, tile-range, store and fill rules
+// are written once for the target.
 #pragma once
 
 #include <stdint.h>
@@ -53,6 +54,21 @@ __device__ __forceinline__ void reduce_scatter(const float (&v)[2 * U], float (&
   }
 }
 
+// The quad's partial sums of V values -> the full sums this lane stores. V >= 4: reduce_scatter (lane tig keeps
+// values [tig V/4, (tig+1) V/4)). V == 2 (one row; tokens gid and gid + 8): the two tokens scattered over lane
+// pairs (lanes tig / 2 = hh hold token hh), then the sum finished within each pair.
+template <int V>
+__device__ __forceinline__ void quad_sums(const float (&part)[V], float (&res)[V >= 4 ? V / 4 : 1], int tig) {
+  if constexpr (V >= 4) {
+    reduce_scatter<V / 2>(part, res, tig);
+  } else {
+    const bool up2 = tig & 2;
+    float x = up2 ? part[1] : part[0];
+    x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
+    res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
+  }
+}
+
 // DESIGN: grid is (ceil(M / BM), SplitN); high-m row blocks first when asked, since under causal
 // masking a block's work grows with m and the longest blocks should not be the tail.
 struct RowBlock {
@@ -68,10 +84,12 @@ __device__ __forceinline__ RowBlock row_block_of(int M, int flags) {
   return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
 }
 
-// Each row's window clamped to [0, N) (empty when ke <= ks), staged once per block for every warp.
+// This block's row block, with each of its rows' windows clamped to [0, N) (empty when ke <= ks) staged once in
+// win_s for every warp (threads tid < BM write it; the caller's barrier publishes it).
 template <int BM>
-__device__ __forceinline__ void stage_windows(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
-                                              const RowBlock& rb, int N, int tid) {
+__device__ __forceinline__ RowBlock start_row_block(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
+                                                    int M, int N, int flags, int tid) {
+  const RowBlock rb = row_block_of<BM>(M, flags);
   if (tid < BM) {
     int s = 0, e = 0;
     if (tid < rb.nrows) {
@@ -79,6 +97,86 @@ __device__ __forceinline__ void stage_windows(int2* win_s, const int* __restrict
       e = max(min(ke[rb.m0 + tid], N), s);
     }
     win_s[tid] = make_int2(s, e);
+  }
+  return rb;
+}
+
+// A row's window w = [w.x, w.y) meets the tile [base, base + tile): rows a tile misses (a packed request's
+// neighbours) skip the tensor work.
+__device__ __forceinline__ bool window_meets(int2 w, int base, int tile) {
+  return w.x < w.y && base < w.y && base + tile > w.x;
+}
+
+// Whether any of R consecutive row windows meets the tile (uniform over the warps that read the same rows).
+template <int R>
+__device__ __forceinline__ bool any_window_meets(const int2* win_s, int base, int tile) {
+  bool h = false;
+#pragma unroll
+  for (int r = 0; r < R; ++r) h |= window_meets(win_s[r], base, tile);
+  return h;
+}
+
+// The block walks the union [lo, hi) of its rows' non-empty windows; [0, 0) when every window is empty.
+template <int BM>
+__device__ __forceinline__ int2 union_window(const int2* win_s, int N) {
+  int lo = N, hi = 0;
+#pragma unroll
+  for (int r = 0; r < BM; ++r) {
+    const int2 w = win_s[r];
+    if (w.y > w.x) {
+      lo = min(lo, w.x);
+      hi = max(hi, w.y);
+    }
+  }
+  if (hi <= lo) lo = hi = 0;
+  return make_int2(lo, hi);
+}
+
+// DESIGN: SplitN splits each block's tile range: [begin, end) of the ceil(span / tile) tiles of the union for
+// split `split` of `split_n`, so a small row grid still fills the device.
+struct TileRange {
+  int begin, end;
+};
+__device__ __forceinline__ TileRange split_tile_range(int span, int tile, int split, int split_n) {
+  const int tiles = (span + tile - 1) / tile;
+  return {(int)((i64)tiles * split / split_n), (int)((i64)tiles * (split + 1) / split_n)};
+}
+
+// The columns a block walks and this split's share of them, for bodies whose warps all read them: the union
+// [lo, hi) of the rows' windows, passed through a shuffle (the same value in every lane already; the shuffle
+// makes that visible to ptxas's uniformity analysis), and [tile_begin, tile_end) of its TILE-token tiles.
+struct BlockSpan {
+  int lo, hi, tile_begin, tile_end;
+};
+template <int BM, int TILE>
+__device__ __forceinline__ BlockSpan uniform_block_span(const int2* win_s, int N, int split, int split_n) {
+  const int2 span = union_window<BM>(win_s, N);
+  const int lo = __shfl_sync(0xffffffffu, span.x, 0);
+  const int hi = __shfl_sync(0xffffffffu, span.y, 0);
+  const TileRange tr = split_tile_range(hi - lo, TILE, split, split_n);
+  return {lo, hi, tr.begin, tr.end};
+}
+
+// The weights of rows [m0, m0 + nrows) in shared memory, zero for the block's rows past M; `count` floats
+// (rows x H), written by threads first, first + stride, ...
+template <int H>
+__device__ __forceinline__ void stage_weights(float* w_s, const float* __restrict__ weights, int m0, int nrows,
+                                              int count, int first, int stride) {
+  for (int idx = first; idx < count; idx += stride) {
+    const int r = idx / H;
+    w_s[idx] = r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
+  }
+}
+
+// One logit of a row whose window is w, at column tok of a tile: the value inside the window, -inf outside it
+// under clean logits. Columns >= hi belong to fill_outside_union, so nothing is written twice (nor past N).
+__device__ __forceinline__ void store_logit(float* __restrict__ dst_row, int tok, int hi, const int2& w, bool hit,
+                                            bool clean, float v) {
+  if (tok < hi) {
+    if (hit && tok >= w.x && tok < w.y)
+      dst_row[tok] = v;
+    else if (clean)
+      dst_row[tok] = -__int_as_float(0x7f800000);
   }
 }
 
@@ -101,4 +199,16 @@ __device__ __forceinline__ void fill_neg_inf(float* __restrict__ row, int a, int
   const int head = a4 - a, tail = b - b4;
   for (int idx = worker * WARP + lane; idx < head + tail; idx += workers * WARP)
     row[idx < head ? a + idx : b4 + (idx - head)] = ninf;
+}
+
+// DESIGN: fused -inf fill: [0, lo) and [hi, N) of every row of the block, spread over all `workers` warps of
+// the row block's splits, so no separate O(M*N) pre-fill pass is needed.
+__device__ __forceinline__ void fill_outside_union(float* __restrict__ out, i64 out_row_stride, int m0, int nrows,
+                                                   int lo, int hi, int N, bool vec4, int worker, int workers,
+                                                   int lane) {
+  for (int r = 0; r < nrows; ++r) {
+    float* dst_row = out + (i64)(m0 + r) * out_row_stride;
+    fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
+    fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
+  }
 }

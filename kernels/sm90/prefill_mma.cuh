@@ -80,10 +80,9 @@ __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, co
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  const RowBlock rb = row_block_of<BM>(M, flags);
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   for (int idx = tid; idx < QFRAGS * WARP; idx += nthreads) {
     const int l = idx & (WARP - 1);
     int rest = idx / WARP;
@@ -98,28 +97,15 @@ __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, co
     }
     q_s[idx] = v;
   }
-  for (int idx = tid; idx < BM * H; idx += nthreads) {
-    const int r = idx / H;
-    w_s[idx] = r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
-  }
+  stage_weights<H>(w_s, weights, m0, nrows, BM * H, tid, nthreads);
   __syncthreads();
 
-  // The block walks the union of its rows' windows.
-  int lo = N, hi = 0;
-#pragma unroll
-  for (int r = 0; r < BM; ++r) {
-    const int2 w = win_s[r];
-    if (w.y > w.x) {
-      lo = min(lo, w.x);
-      hi = max(hi, w.y);
-    }
-  }
-  if (hi <= lo) lo = hi = 0;
-
-  // DESIGN: SplitN splits each block's tile range; warps take tiles round-robin (independent streams).
-  const int tiles = (hi - lo + TILE - 1) / TILE;
-  const int tile_begin = (int)((i64)tiles * split / split_n);
-  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  // The block walks the union of its rows' windows; SplitN splits its tiles, warps take them round-robin
+  // (independent streams).
+  const int2 span = union_window<BM>(win_s, N);
+  const int lo = span.x, hi = span.y;
+  const TileRange tr = split_tile_range(hi - lo, TILE, split, split_n);
+  const int tile_begin = tr.begin, tile_end = tr.end;
 
   // One tile in registers at a time: a register prefetch of the next cost 60 registers and spilled H >= 64 (ptxas -v).
   KTile<U, NCH> cur;
@@ -133,7 +119,7 @@ __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, co
     for (int r = 0; r < nrows; ++r) {
       const int2 w = win_s[r];
       // Warp-uniform: a row whose window misses this tile (a packed request's neighbour) skips the MMAs.
-      const bool hit = w.x < w.y && base < w.y && base + TILE > w.x;
+      const bool hit = window_meets(w, base, TILE);
       float res[U / 2];
       if (hit) {
         float part[2 * U];
@@ -174,29 +160,13 @@ __device__ __forceinline__ void fp8_mqa_logits_body(const u8* __restrict__ q, co
       for (int i = 0; i < U / 2; ++i) {
         const int v = (U / 2) * tig + i;
         const int tok = base + FRAG_TOKENS * (v >> 1) + 8 * (v & 1) + gid;
-        // Columns >= hi belong to the fill below, so nothing is written twice (and nothing past N).
-        if (tok < hi) {
-          if (hit && tok >= w.x && tok < w.y)
-            dst_row[tok] = res[i] * cur.scale[i];
-          else if (clean)
-            dst_row[tok] = -__int_as_float(0x7f800000);
-        }
+        store_logit(dst_row, tok, hi, w, hit, clean, hit ? res[i] * cur.scale[i] : 0.0f);
       }
     }
   }
 
-  // DESIGN: fused -inf fill: [0, lo) and [hi, N) of every row of the block, spread over all
-  // (split, warp) workers, so no separate O(M*N) pre-fill pass is needed.
-  if (clean) {
-    const int worker = split * num_warps + warp;
-    const int workers = split_n * num_warps;
-    const int fill = lo + (N - hi);
-    for (int r = 0; r < nrows; ++r) {
-      float* dst_row = out + (i64)(m0 + r) * out_row_stride;
-      for (int idx = worker * WARP + lane; idx < fill; idx += workers * WARP) {
-        const int c = idx < lo ? idx : hi + (idx - lo);
-        dst_row[c] = -__int_as_float(0x7f800000);
-      }
-    }
-  }
+  // The fused -inf fill of [0, lo) and [hi, N), spread over all (split, warp) workers.
+  if (clean)
+    fill_outside_union(out, out_row_stride, m0, nrows, lo, hi, N, flags & FLAG_VEC4_FILL, split * num_warps + warp,
+                       split_n * num_warps, lane);
 }

@@ -78,14 +78,10 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M * H must be 64, 128 or 256");
   static_assert(D % 64 == 0, "D must be a multiple of 64");
   static_assert(BM <= 8, "the MMA head-reduce puts the block's rows on an n8 MMA");
-  constexpr int KS = D / 32;     // k32 steps
   constexpr int NCH = D / 64;    // 16-byte chunks per lane per token
   constexpr int TILE = 64;       // tokens per warpgroup tile (the wgmma's M)
   constexpr int NACC = NQ / 2;   // accumulator floats per thread
-  constexpr int V = 2 * BM;      // fp32 epilogue: per-lane partial sums (row, token gid / gid + 8)
-  constexpr int VPL = V >= 4 ? V / 4 : 1;
   constexpr int SLABS = NQ / 16; // k16 slabs of the head-reduce MMA
-  constexpr uint32_t LBO = 128, SBO = 8 * D;
 
   __shared__ __align__(128) u8 q_s[NQ * D];
   __shared__ float w_s[NQ];
@@ -99,10 +95,9 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  const RowBlock rb = row_block_of<BM>(M, flags);
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   // Stage Q: 16-byte global reads, scattered as 4-byte words into the permuted core-matrix layout.
   for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
     const int n = idx / (D / 16);
@@ -110,40 +105,15 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
     const int r = n / H;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
-    const int owner = d0 / (D / 4);       // the tig whose A chunk holds these depths
-    const int s0 = (d0 % (D / 4)) / 8;    // even: this chunk is k-steps s0 and s0 + 1
-    u8* row = q_s + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const int kc = 2 * (s0 + w / 2) + (w % 2);  // core matrix along k: step s, half hh = w % 2
-      *reinterpret_cast<uint32_t*>(row + kc * LBO) = word(v, w);
-    }
+    store_q_chunk_permuted<D>(q_s, n, d0, v);
   }
-  for (int idx = tid; idx < NQ; idx += nthreads) {
-    const int r = idx / H;
-    w_s[idx] = r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
-  }
+  stage_weights<H>(w_s, weights, m0, nrows, NQ, tid, nthreads);
   // Generic-proxy stores read by the async proxy (wgmma) need this fence before the barrier.
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
 
-  int lo = N, hi = 0;
-#pragma unroll
-  for (int r = 0; r < BM; ++r) {
-    const int2 w = win_s[r];
-    if (w.y > w.x) {
-      lo = min(lo, w.x);
-      hi = max(hi, w.y);
-    }
-  }
-  if (hi <= lo) lo = hi = 0;
-  // Same value in every lane already; the shuffle makes that visible to ptxas's uniformity analysis.
-  lo = __shfl_sync(0xffffffffu, lo, 0);
-  hi = __shfl_sync(0xffffffffu, hi, 0);
-
-  const int tiles = (hi - lo + TILE - 1) / TILE;
-  const int tile_begin = (int)((i64)tiles * split / split_n);
-  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n);
+  const int lo = bs.lo, hi = bs.hi, tile_begin = bs.tile_begin, tile_end = bs.tile_end;
   const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
 
   // EPI_MMA: B operand of the head-reduce MMA, the block-diagonal weights, staged once per block in
@@ -162,39 +132,18 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
     __syncthreads();
   }
 
-  auto tile_hit = [&](int base) {
-    // Warpgroup-uniform: skip the tensor work when no row's window meets this tile (packed requests).
-    bool h = false;
-#pragma unroll
-    for (int r = 0; r < BM; ++r) {
-      const int2 w = win_s[r];
-      h |= w.x < w.y && base < w.y && base + TILE > w.x;
-    }
-    return h;
-  };
+  // Warpgroup-uniform: skip the tensor work when no row's window meets this tile (packed requests).
+  auto tile_hit = [&](int base) { return any_window_meets<BM>(win_s, base, TILE); };
   auto issue = [&](float (&acc)[NACC], const WgTile<NCH>& kt) {
     fence_regs(acc);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int s = 0; s < KS; ++s) {
-      const int c = s / 2, s2 = s % 2;
-      const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2),
-                             word(kt.k[0][c], 2 * s2 + 1), word(kt.k[1][c], 2 * s2 + 1)};
-      wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
-    }
+    wgmma_rs_tile<NQ, D, NCH>(acc, kt, q_base);
     fence_regs(acc);
   };
   auto commit = [] { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); };
   // One value (row r, token tok) of the tile: the logit inside the row's window, -inf outside it.
   auto put = [&](int r, int tok, bool hit, float v) {
-    if (r < nrows && tok < hi) {
-      const int2 w = win_s[r];
-      float* dst = out + (i64)(m0 + r) * out_row_stride + tok;
-      if (hit && tok >= w.x && tok < w.y)
-        *dst = v;
-      else if (clean)
-        *dst = -__int_as_float(0x7f800000);
-    }
+    if (r < nrows) store_logit(out + (i64)(m0 + r) * out_row_stride, tok, hi, win_s[r], hit, clean, v);
   };
   auto epilogue = [&](float (&acc)[NACC], float sc0, float sc1, int base, bool hit) {
     const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
@@ -224,37 +173,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
     } else if constexpr (EPI != EPI_FP32) {
       WgEpilogueExt<EPI>::run(acc, sc0, sc1, tok0, hit, put);  // experiments only
     } else {
-      // DESIGN: head reduction in registers; kv_scale hoisted past it.
-      float res[VPL];
-      if (PP || hit) {
-        float part[V];
-#pragma unroll
-        for (int i = 0; i < V; ++i) part[i] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NQ / 8; ++j) {
-          const int r = j / (H / 8);
-          const float2 w = *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig);
-          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-          part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
-          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
-        }
-        if constexpr (V >= 4) {
-          reduce_scatter<V / 2>(part, res, tig);
-        } else {
-          // One row: scatter the two tokens over lane pairs, then finish the sum within each pair.
-          const bool up2 = tig & 2;
-          float x = up2 ? part[1] : part[0];
-          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
-          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < VPL; ++i) {
-        const int v = V >= 4 ? VPL * tig + i : (tig >> 1);
-        const int r = v >> 1, hh = v & 1;
-        if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i] * (hh ? sc1 : sc0) : 0.0f);
-      }
+      auto weight = [&](int j) { return *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig); };
+      wg_head_sum_fp32<H, NQ>(acc, weight, PP || hit, hit, tig, tok0, sc0, sc1, put);
     }
   };
 
@@ -287,15 +207,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
                                                   tig, tile_hit, issue, commit, epilogue);
   }
 
-  // DESIGN: fused -inf fill of [0, lo) and [hi, N), spread over every (split, warp) worker.
-  if (clean) {
-    const int worker = split * num_warps + warp;
-    const int workers = split_n * num_warps;
-    const bool vec4 = flags & FLAG_VEC4_FILL;
-    for (int r = 0; r < nrows; ++r) {
-      float* dst_row = out + (i64)(m0 + r) * out_row_stride;
-      fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
-      fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
-    }
-  }
+  // The fused -inf fill of [0, lo) and [hi, N), spread over every (split, warp) worker.
+  if (clean)
+    fill_outside_union(out, out_row_stride, m0, nrows, lo, hi, N, flags & FLAG_VEC4_FILL, split * num_warps + warp,
+                       split_n * num_warps, lane);
 }

@@ -1,5 +1,5 @@
 // ===================================================================================================
-// Warp-specialised wgmma path (impl "ws", docs/PERFORMANCE.md v7).
+// Warp-specialised wgmma design "ws" (docs/PERFORMANCE.md v7).
 //
 // Block = 3 warpgroups, one block per SM (__launch_bounds__(384, 1)):
 //   * warpgroup 0, warp 0: the PRODUCER. It keeps a WS_STAGES-deep ring of K tiles (64 tokens each) in dynamic
@@ -122,7 +122,6 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   static_assert(NQ == 64 || NQ == 128 || NQ == 256, "BLOCK_M / NC * H must be 64, 128 or 256");
   static_assert(D % 64 == 0, "D must be a multiple of 64");
   constexpr int KS = D / 32, NCH = D / 64, TILE = 64, NACC = NQ / 2;
-  constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
   constexpr int ROW = D;  // ring row pitch: the tile as it lies in global memory
   constexpr int STAGE_BYTES = TILE * ROW;
   constexpr uint32_t LBO = 128, SBO = 8 * D;
@@ -141,10 +140,9 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   const int wgi = warp / 4, wq = warp % 4;
   const int gid = lane >> 2, tig = lane & 3;
 
-  const RowBlock rb = row_block_of<BM>(M, flags);
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   // Q of consumer c = rows [c * BMW, (c + 1) * BMW): RS in the permuted core-matrix layout of the "wg" path (the
   // A fragments carry the same permutation), SS in natural depth order (the K tile is in natural order too).
   for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
@@ -158,14 +156,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
     if constexpr (SS) {
       *reinterpret_cast<uint4*>(q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;
     } else {
-      const int owner = d0 / (D / 4);
-      const int s0 = (d0 % (D / 4)) / 8;
-      u8* row = q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        const int kc = 2 * (s0 + w / 2) + (w % 2);
-        *reinterpret_cast<uint32_t*>(row + kc * LBO) = word(v, w);
-      }
+      store_q_chunk_permuted<D>(q_all + c * (NQ * D), n, d0, v);
     }
   }
   constexpr int PRODUCERS = SS ? 64 : 1;  // threads that fill the ring (SS: warps 0-1; RS: one lane)
@@ -184,21 +175,8 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q (generic stores) is read by wgmma
   __syncthreads();
 
-  int lo = N, hi = 0;
-#pragma unroll
-  for (int r = 0; r < BM; ++r) {
-    const int2 w = win_s[r];
-    if (w.y > w.x) {
-      lo = min(lo, w.x);
-      hi = max(hi, w.y);
-    }
-  }
-  if (hi <= lo) lo = hi = 0;
-  lo = __shfl_sync(0xffffffffu, lo, 0);
-  hi = __shfl_sync(0xffffffffu, hi, 0);
-  const int tiles = (hi - lo + TILE - 1) / TILE;
-  const int tile_begin = (int)((i64)tiles * split / split_n);
-  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n);
+  const int lo = bs.lo, hi = bs.hi, tile_begin = bs.tile_begin, tile_end = bs.tile_end;
 
   if (wgi == 0) {
     setmaxnreg_dec<ws_producer_regs<NC>()>();
@@ -262,13 +240,8 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
     } else if (clean) {
       // DESIGN: fused -inf fill, here overlapped with the consumers' tiles (disjoint columns).
       const int worker = split * (4 - FILL_WARP0) + (warp - FILL_WARP0);  // the producer warpgroup's other warps
-      const int workers = split_n * (4 - FILL_WARP0);
-      const bool vec4 = flags & FLAG_VEC4_FILL;
-      for (int r = 0; r < nrows; ++r) {
-        float* dst_row = out + (i64)(m0 + r) * out_row_stride;
-        fill_neg_inf(dst_row, 0, lo, vec4, worker, workers, lane);
-        fill_neg_inf(dst_row, hi, N, vec4, worker, workers, lane);
-      }
+      fill_outside_union(out, out_row_stride, m0, nrows, lo, hi, N, flags & FLAG_VEC4_FILL, worker,
+                         split_n * (4 - FILL_WARP0), lane);
     }
   } else {
     setmaxnreg_inc<ws_consumer_regs<NC>()>();
@@ -286,10 +259,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
         wr[j] = r < nrows ? make_float2(wp[0], wp[1]) : make_float2(0.f, 0.f);
       }
     } else {
-      for (int idx = tid - 128 * wgi; idx < NQ; idx += 128) {
-        const int r = r0 + idx / H;
-        w_s[idx] = r < nrows ? weights[(i64)(m0 + r) * H + idx % H] : 0.0f;
-      }
+      stage_weights<H>(w_s, weights, m0 + r0, nrows - r0, NQ, tid - 128 * wgi, 128);
       named_bar_sync(WS_ORDER_BAR + NC + wg, 128);  // this consumer's warps only
     }
     auto weight = [&](int j) {
@@ -299,24 +269,9 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
     const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_all + wg * (NQ * D));
     const u8* frag0 = ring_s + (16 * wq + gid) * ROW + (D / 4) * tig;
 
-    auto tile_hit = [&](int base) {
-      bool h = false;
-#pragma unroll
-      for (int r = 0; r < BMW; ++r) {
-        const int2 w = win_s[r0 + r];
-        h |= w.x < w.y && base < w.y && base + TILE > w.x;
-      }
-      return h;
-    };
     auto put = [&](int r, int tok, bool hit, float v) {  // r: row of this consumer
-      if (r0 + r < nrows && tok < hi) {
-        const int2 w = win_s[r0 + r];
-        float* dst = out + (i64)(m0 + r0 + r) * out_row_stride + tok;
-        if (hit && tok >= w.x && tok < w.y)
-          *dst = v;
-        else if (clean)
-          *dst = -__int_as_float(0x7f800000);
-      }
+      if (r0 + r < nrows)
+        store_logit(out + (i64)(m0 + r0 + r) * out_row_stride, tok, hi, win_s[r0 + r], hit, clean, v);
     };
 
     float acc[NACC];
@@ -329,7 +284,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
       const float sc0 = __ldg(kv_scale + min(tok0, hi - 1));
       const float sc1 = __ldg(kv_scale + min(tok0 + 8, hi - 1));
-      const bool hit = tile_hit(base);
+      const bool hit = any_window_meets<BMW>(win_s + r0, base, TILE);
       mbar_wait(full0 + 8 * stage, phase);
       WgTile<SS ? 1 : NCH> kt;
       if constexpr (!SS) {
@@ -366,17 +321,13 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
       if (hit) {
         fence_regs(acc);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        if constexpr (SS) {
 #pragma unroll
-        for (int s = 0; s < KS; ++s) {
-          if constexpr (SS) {
+          for (int s = 0; s < KS; ++s)
             wgmma_ss_k32<NQ>(acc, smem_desc(ring0 + stage * STAGE_BYTES + 256 * s, LBO, SBO),
                              smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
-          } else {
-            const int c = s / 2, s2 = s % 2;
-            const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2), word(kt.k[0][c], 2 * s2 + 1),
-                                   word(kt.k[1][c], 2 * s2 + 1)};
-            wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, LBO, SBO), s > 0);
-          }
+        } else {
+          wgmma_rs_tile<NQ, D, NCH>(acc, kt, q_base);
         }
         fence_regs(acc);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -394,35 +345,7 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
         phase ^= 1;
       }
       // Exact f32 head reduction (as "wg"), weights from registers (WREG) or shared memory, kv_scale after it.
-      float res[VPL];
-      if (hit) {
-        float part[V];
-#pragma unroll
-        for (int v = 0; v < V; ++v) part[v] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NQ / 8; ++j) {
-          const int r = j / (H / 8);
-          const float2 w = weight(j);
-          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-          part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
-          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
-        }
-        if constexpr (V >= 4) {
-          reduce_scatter<V / 2>(part, res, tig);
-        } else {
-          const bool up2 = tig & 2;
-          float x = up2 ? part[1] : part[0];
-          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
-          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
-        }
-      }
-#pragma unroll
-      for (int i2 = 0; i2 < VPL; ++i2) {
-        const int v = V >= 4 ? VPL * tig + i2 : (tig >> 1);
-        const int r = v >> 1, hh = v & 1;
-        if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i2] * (hh ? sc1 : sc0) : 0.0f);
-      }
+      wg_head_sum_fp32<H, NQ>(acc, weight, hit, hit, tig, tok0, sc0, sc1, put);
     }
   }
 }

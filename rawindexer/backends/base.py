@@ -10,8 +10,9 @@ import ctypes
 import struct
 import threading
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,18 @@ class Backend(ABC):
     def restore_device(self, previous: Any) -> None:
         """Undo :meth:`set_device` (``previous`` is its non-None return value): a call never leaves the
         caller's thread on another device, as a framework's device guard would not."""
+
+    @contextmanager
+    def on_device(self, device_id: int) -> Iterator[None]:
+        """Run the block with ``device_id`` current (:meth:`set_device`), then put the caller's device back
+        (:meth:`restore_device`), also when the block raises. For the cold paths (loading, allocating); the
+        launch hot path inlines the same two calls."""
+        previous = self.set_device(device_id)
+        try:
+            yield
+        finally:
+            if previous is not None:
+                self.restore_device(previous)
 
     @abstractmethod
     def load_module(self, image: bytes, device_id: int = 0) -> Any:
@@ -225,3 +238,19 @@ class Backend(ABC):
     def _require_host_memory(self) -> None:
         if self.dlpack_device_type != 1:
             raise NotImplementedError(f"{self.name}: host copies are not implemented for this backend")
+
+
+class DriverBackend(Backend):
+    """A GPU backend whose driver takes the packed kernarg buffer by address (HIP's and CUDA's launch
+    ``extra``): :meth:`launch` is :meth:`launch_packed` on a buffer made for the one call, so one packer (the
+    manifest's layout) serves every backend."""
+
+    def launch(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int], kernargs: bytes,
+               stream: int = 0, buffers: Sequence[BufferSpan] = (), shared_mem: int = 0) -> None:
+        self.launch_packed(function, grid, block, self.kernarg_buffer(kernargs), stream, shared_mem)
+
+    @abstractmethod
+    def launch_packed(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      kernargs: PackedKernargs, stream: int = 0, shared_mem: int = 0,
+                      buffers: Sequence[BufferSpan] = ()) -> None:
+        """Enqueue ``function`` with the driver reading ``kernargs`` at its address, on the current device."""

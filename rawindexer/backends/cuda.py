@@ -13,7 +13,7 @@ import struct
 import threading
 from typing import Any, Callable, Sequence
 
-from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs, pointer_writer
+from .base import BufferSpan, DeviceAllocation, DriverBackend, PackedKernargs, pointer_writer
 from ..errors import CudaError  # noqa: F401  (re-exported: raised here)
 
 # Markers of cuLaunchKernel's ``extra`` array (cuda.h). Unlike HIP's (POINTER=1, SIZE=2, END=3).
@@ -144,7 +144,7 @@ class _Previous:
         self.context = context
 
 
-class CudaBackend(Backend):
+class CudaBackend(DriverBackend):
     """Backend for NVIDIA sm_90a through cuda.bindings.driver, on every device of the node.
 
     Each device works in its primary context (the one PyTorch, CuPy and JAX use), retained on first use.
@@ -247,31 +247,13 @@ class CudaBackend(Backend):
         self._check(self.driver.cuCtxSetCurrent(previous.context), "cuCtxSetCurrent(restore)")
 
     def load_module(self, image: bytes, device_id: int | None = None) -> Any:
-        previous = self.set_device(self.device_id if device_id is None else device_id)
-        try:
+        with self.on_device(self.device_id if device_id is None else device_id):
             module = self._check(self.driver.cuModuleLoadData(bytes(image)), "cuModuleLoadData")
-        finally:
-            if previous is not None:
-                self.restore_device(previous)
         self._modules.append(module)
         return module
 
     def get_function(self, module: Any, name: str) -> Any:
         return self._check(self.driver.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
-
-    def launch(
-        self,
-        function: Any,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        kernargs: bytes,
-        stream: int = 0,
-        buffers: Sequence[BufferSpan] = (),
-        shared_mem: int = 0,
-    ) -> None:
-        """Enqueue ``function`` with the packed ``kernargs`` (bytes laid out per the manifest) on the current
-        context (the caller's, or one made current by :meth:`set_device`)."""
-        self.launch_packed(function, grid, block, PackedKernargs(kernargs, CU_LAUNCH_PARAM_END), stream, shared_mem)
 
     def launch_packed(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
                       kernargs: PackedKernargs, stream: int = 0, shared_mem: int = 0,
@@ -294,12 +276,8 @@ class CudaBackend(Backend):
         when built (one foreign call: context check and switch, launch, restore), else ctypes with every argument
         but the stream converted here, once; with cuda-bindings alone (or a fake driver) the generic route."""
         if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit: set it once, here
-            previous = self.set_device(device_id)
-            try:
+            with self.on_device(device_id):
                 self._allow_dynamic_shared(function, int(shared_mem))
-            finally:
-                if previous is not None:
-                    self.restore_device(previous)
         raw = self._raw
         if raw is None:
             return super().bind_launch(function, device_id, grid, block, shared_mem, kernargs, pointer_offsets)
@@ -453,12 +431,8 @@ class CudaBackend(Backend):
         self._check(self.driver.cuStreamSynchronize(self._stream(stream)), "cuStreamSynchronize")
 
     def alloc(self, nbytes: int, device_id: int | None = None) -> DeviceAllocation:
-        previous = self.set_device(self.device_id if device_id is None else device_id)
-        try:
+        with self.on_device(self.device_id if device_id is None else device_id):
             ptr = self._check(self.driver.cuMemAlloc(max(1, int(nbytes))), "cuMemAlloc")
-        finally:
-            if previous is not None:
-                self.restore_device(previous)
         return DeviceAllocation(ptr=int(ptr), nbytes=int(nbytes), backend=self)
 
     def free(self, allocation: DeviceAllocation) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .base import Backend, BufferSpan, DeviceAllocation, PackedKernargs
+from .base import BufferSpan, DeviceAllocation, DriverBackend, PackedKernargs
 from ..errors import HipError, HipUnavailable  # noqa: F401  (re-exported: raised here)
 
 # HIP ends the packed-argument form of `extra` with 3 (CUDA with 0)
@@ -44,7 +44,7 @@ def _load_hip() -> Any:
     return hip
 
 
-class HipBackend(Backend):
+class HipBackend(DriverBackend):
     name = "hip"
     dlpack_device_type = 10
     arch = "gfx950"
@@ -89,21 +89,11 @@ class HipBackend(Backend):
         self._check(self.hip.hipSetDevice(previous), f"hipSetDevice({previous})")
 
     def load_module(self, image: bytes, device_id: int = 0) -> Any:
-        previous = self.set_device(device_id)  # a HIP module belongs to the device current at load time
-        try:
+        with self.on_device(device_id):  # a HIP module belongs to the device current at load time
             return self._check(self.hip.hipModuleLoadData(image), "hipModuleLoadData")
-        finally:
-            if previous is not None:
-                self.restore_device(previous)
 
     def get_function(self, module: Any, name: str) -> Any:
         return self._check(self.hip.hipModuleGetFunction(module, name.encode()), f"hipModuleGetFunction({name})")
-
-    def launch(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int], kernargs: bytes,
-               stream: int = 0, buffers: Sequence[BufferSpan] = (), shared_mem: int = 0) -> None:
-        # The packed kernarg buffer goes through `extra`, so one packer (the manifest's layout)
-        # serves every backend.
-        self.launch_packed(function, grid, block, PackedKernargs(kernargs, HIP_LAUNCH_PARAM_END), stream, shared_mem)
 
     def launch_packed(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
                       kernargs: PackedKernargs, stream: int = 0, shared_mem: int = 0,
@@ -128,12 +118,8 @@ class HipBackend(Backend):
         self._check(self.hip.hipStreamSynchronize(stream or None), "hipStreamSynchronize")
 
     def alloc(self, nbytes: int, device_id: int = 0) -> DeviceAllocation:
-        previous = self.set_device(device_id)
-        try:
+        with self.on_device(device_id):
             ptr = self._check(self.hip.hipMalloc(max(1, nbytes)), f"hipMalloc({nbytes})")
-        finally:
-            if previous is not None:
-                self.restore_device(previous)
         return DeviceAllocation(int(ptr), nbytes, self)
 
     def free(self, allocation: DeviceAllocation) -> None:

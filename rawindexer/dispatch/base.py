@@ -8,7 +8,9 @@ kernarg bytes. Backends execute plans; they never look inside them.
 from __future__ import annotations
 
 import json
+import os
 import struct
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import lru_cache
@@ -146,6 +148,11 @@ def _load_manifest(path: str, mtime: float) -> dict:
     return json.loads(Path(path).read_text())
 
 
+#: the older names of a kernel's ``params["design"]`` in manifests written before the registry named it
+#: (gfx: "path", sm_90a: "impl"); a kernel directory built then (RAWINDEXER_KERNEL_DIR) still loads
+LEGACY_DESIGN_KEYS = ("path", "impl")
+
+
 def load_target(arch: str, build_dir: Path | None = BUILD_DIR) -> dict:
     """The manifest entry of one target from ``build_dir`` (None: the shipped kernels or the
     override); a :class:`KernelNotBuiltError` saying what to do when it is missing."""
@@ -155,7 +162,23 @@ def load_target(arch: str, build_dir: Path | None = BUILD_DIR) -> dict:
     if target is None:
         raise KernelNotBuiltError(f"{path} has no {arch!r} target (it has: {sorted(manifest.get('targets', {}))}): "
                                   "run `make`, which builds every target")
+    for entry in target.get("kernels", {}).values():
+        params = entry["params"]
+        if "design" not in params:
+            params["design"] = next((params[k] for k in LEGACY_DESIGN_KEYS if k in params), "seed")
     return target
+
+
+def design_from_env(name: str, designs: tuple[str, ...], deprecated_name: str = "") -> str:
+    """The design environment variable ``name`` asks for ("" when unset), checked against ``designs``.
+    ``deprecated_name``: the variable's older name, read with a DeprecationWarning when ``name`` is unset."""
+    source, value = name, os.environ.get(name, "")
+    if not value and deprecated_name and os.environ.get(deprecated_name):
+        source, value = deprecated_name, os.environ[deprecated_name]
+        warnings.warn(f"{deprecated_name} is deprecated: set {name}", DeprecationWarning, stacklevel=3)
+    if value and value not in designs:
+        raise ValueError(f"{source}: expected one of {tuple(designs)}, got {value!r}")
+    return value
 
 
 class KernelFamily(ABC):

@@ -1,5 +1,5 @@
 """Host side of kernels/fp8_mqa_logits.hip on gfx942 (MI300X / MI325X): the gfx950 family's heuristic and
-launch geometry, on gfx942's build (build.py GFX942_VARIANTS).
+launch geometry, on gfx942's build (rawindexer/registry.py GFX942_INSTANCES).
 
 What differs from gfx950 is in the kernel's shared header (kernels/target.h) and here only in what is
 built: the seed design (the accurate default; the MFMA-reduce designs are gfx950-only), each instance for
@@ -17,6 +17,6 @@ class Gfx942Family(Gfx950Family):
     arch = "gfx942"
     fp8_formats = ("e4m3fnuz", "e4m3fn")
     fp8_format_note = "gfx942's MFMA reads e4m3fnuz; e4m3fn is read in place"
-    paths = registry.designs(registry.PREFILL, registry.GFX942)  # ("seed",): the MFMA-reduce designs are gfx950's
-    default_paths = registry.default_designs(registry.PREFILL, registry.GFX942)
-    path_env = ""
+    designs = registry.designs(registry.PREFILL, registry.GFX942)  # ("seed",): the MFMA-reduce designs are gfx950's
+    default_designs = registry.default_designs(registry.PREFILL, registry.GFX942)
+    design_env = ""

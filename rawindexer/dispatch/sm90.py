@@ -1,6 +1,6 @@
-"""Host side of the sm_90a (Hopper) kernel family: variant choice, launch geometry, kernargs.
+"""Host side of the sm_90a (Hopper) kernel family: design and instance choice, launch geometry, kernargs.
 
-Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``). Implementations:
+Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``). Designs:
 
 * ``wg``  -- wgmma path: one 64-token K tile per warpgroup step, N = BLOCK_M * heads in {64, 128, 256}, head
   reduce as f32 FMNMX + FFMA on the CUDA cores
@@ -30,20 +30,21 @@ Variants come from the manifest's "sm_90a" target (``build.py --target sm_90a``)
   in registers (spills; experiment, ``bench/race_sm90.py --build``)
 * ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps, else ``wg``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
-  HMMA, so it is never chosen by the heuristic; ask for it with ``Sm90Family(impl="mma")``)
+  HMMA, so it is never chosen by the heuristic; ask for it with ``RAWINDEXER_SM90_DESIGN=mma`` or ``Sm90Family(design="mma")``)
 
-``RAWINDEXER_SM90_IMPL`` overrides the default implementation (``DEFAULT_IMPL``).
+``RAWINDEXER_SM90_DESIGN`` overrides the default design (``DEFAULT_DESIGN``). Deprecated older names, still
+accepted with a DeprecationWarning: the variable ``RAWINDEXER_SM90_IMPL`` and the keyword ``Sm90Family(impl=...)``.
 """
 from __future__ import annotations
 
-import os
+import warnings
 from math import ceil
 from pathlib import Path
 
 from .. import registry
 from . import sm90_tensor_map
 from ..validation import check_sizes
-from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunables, pack_kernargs
+from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunables, design_from_env, pack_kernargs
 
 FLAG_CLEAN_LOGITS = 1
 FLAG_REVERSE_ROWS = 2
@@ -51,32 +52,32 @@ FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: flo
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
 TILE_TOKENS = {name: d.params["tile_tokens"] for name, d in registry.SM90_DESIGNS.items()}
-#: v6 SS-form implementations: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
-SS_IMPLS = tuple(name for name, d in registry.SM90_DESIGNS.items() if d.params.get("shared_k_ring"))
+#: v6 SS-form designs: K tiles staged in dynamic shared memory, SS_STAGES per warpgroup
+SS_DESIGNS = tuple(name for name, d in registry.SM90_DESIGNS.items() if d.params.get("shared_k_ring"))
 SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_experiments.cu (4 for the "ss4" / "ssx4" builds)
-#: warp-specialised impls -> consumer warpgroups per block (block = 1 producer warpgroup + these; rows per
+#: warp-specialised designs -> consumer warpgroups per block (block = 1 producer warpgroup + these; rows per
 #: consumer = block_m / consumers); K ring depth (WS_STAGES in the kernel source)
 WS_CONSUMERS = {name: d.params["consumers"] for name, d in registry.SM90_DESIGNS.items() if "consumers" in d.params}
 WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
-#: the implementation the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it): "auto" picks
-#: per problem among AUTO_IMPLS (registry default_rank order: "tmas", then "wg")
+#: the design the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it): "auto" picks per
+#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", then "wg")
 AUTO = "auto"
-DEFAULT_IMPL = AUTO
-AUTO_IMPLS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg")
+DEFAULT_DESIGN = AUTO
+AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg")
 #: "auto" takes "tmas" from this N on, "wg" below it (v8, H200, docs/results/race_sm90_v8_h200.log: 1024 x 1024
 #: wg 17.5 / tmas 28.5 us at H=32, 25.3 / 26.8 at H=64; from 4096 x 4096 on tmas wins 58 of the 64 race cases'
 #: 56 at N >= 4096) and only when the caller fixed no block_m / num_warps (those are the wg heuristic's knobs)
 AUTO_TMAS_MIN_N = 4096
-#: Per-logit gate |out - ref| <= eps * T of each implementation (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
+#: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
 #: The fp8 wgmma forms ("wg", "ws") cannot reach the gfx950 designs' 1e-5: Hopper's fp8 tensor cores add
 #: the products with a shorter accumulator than fp32 (about 14 bits, per DeepSeek-V3's report on H800), so
 #: a score is off by ~2^-14 of sum_d |q_d k_d|. Measured worst eps on the H200: docs/results (sweep logs).
 #: "mma" (mma.sync, fp8 widened to f16 with exact products and fp32 accumulation) and "wgr" (bf16 head
 #: reduce, like gfx950's "mr") are the baselines.
 LOGIT_EPS = registry.logit_eps(registry.PREFILL, registry.SM90)
-LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_IMPLS)  # the gate of whichever "auto" picks
+LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_DESIGNS)  # the gate of whichever "auto" picks
 #: the default wgmma N (= BLOCK_M * heads); picked from the H200 sweep in docs/PERFORMANCE.md
 DEFAULT_N = 128
 #: Hopper blocks resident per SM we aim to fill with row blocks x splits before splitting further
@@ -90,18 +91,25 @@ REVERSE_ROWS_MIN_N = 2048
 
 
 class Sm90Family(KernelFamily):
-    """fp8_mqa_logits on sm_90a. ``impl`` picks "wg" (wgmma) or "mma" (mma.sync)."""
+    """fp8_mqa_logits on sm_90a. ``design`` picks one of the registry's sm_90a designs ("wg", "ws", "mma", ...);
+    default: RAWINDEXER_SM90_DESIGN, else :data:`DEFAULT_DESIGN`. ``impl``: the keyword's deprecated older name."""
 
     arch = "sm_90a"
+    design_env = "RAWINDEXER_SM90_DESIGN"
+    deprecated_design_env = "RAWINDEXER_SM90_IMPL"  # the variable's older name, still read
 
-    def __init__(self, build_dir: Path = BUILD_DIR, impl: str | None = None) -> None:
+    def __init__(self, build_dir: Path = BUILD_DIR, design: str | None = None, *, impl: str | None = None) -> None:
         super().__init__(build_dir)
-        if impl is None:
-            impl = os.environ.get("RAWINDEXER_SM90_IMPL") or DEFAULT_IMPL
-        if impl not in TILE_TOKENS and impl != AUTO:
-            raise ValueError(f"impl must be one of {sorted([AUTO, *TILE_TOKENS])}, got {impl!r}")
-        self.impl = impl
-        self._members = {name: Sm90Family(build_dir, impl=name) for name in AUTO_IMPLS} if impl == AUTO else {}
+        if impl is not None:
+            warnings.warn("Sm90Family(impl=...) is deprecated: use design=", DeprecationWarning, stacklevel=2)
+            design = design or impl
+        if design is None:
+            design = (design_from_env(self.design_env, (AUTO, *TILE_TOKENS), self.deprecated_design_env)
+                      or DEFAULT_DESIGN)
+        if design not in TILE_TOKENS and design != AUTO:
+            raise ValueError(f"design: expected one of {sorted([AUTO, *TILE_TOKENS])}, got {design!r}")
+        self.design = design
+        self._members = {name: Sm90Family(build_dir, design=name) for name in AUTO_DESIGNS} if design == AUTO else {}
 
     def _auto_member(self, problem: Problem, tunables: Tunables) -> "Sm90Family":
         """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry, else "wg"."""
@@ -112,26 +120,26 @@ class Sm90Family(KernelFamily):
         return wg
 
     def _variants(self, heads: int, head_dim: int) -> dict[int, str]:
-        """BLOCK_M -> symbol for one (heads, head_dim) of this implementation."""
+        """BLOCK_M -> symbol for one (heads, head_dim) of this design."""
         found = {}
         for symbol, k in self.target["kernels"].items():
             p = k["params"]
-            if p["heads"] == heads and p["head_dim"] == head_dim and p.get("impl") == self.impl:
+            if p["heads"] == heads and p["head_dim"] == head_dim and p["design"] == self.design:
                 found[p["block_m"]] = symbol
         return found
 
     def is_supported(self, heads: int, head_dim: int) -> bool:
-        if self.impl == AUTO:
+        if self.design == AUTO:
             return any(f.is_supported(heads, head_dim) for f in self._members.values())
         return bool(self._variants(heads, head_dim))
 
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
-        if self.impl == AUTO:
+        if self.design == AUTO:
             return self._auto_member(problem, tunables).plan(problem, tunables, pointers, compute_units)
         p, t = problem, tunables
         variants = self._variants(p.heads, p.head_dim)
         if not variants:
-            raise ValueError(f"sm_90a has no {self.impl} kernel for heads={p.heads}, head_dim={p.head_dim} "
+            raise ValueError(f"sm_90a has no {self.design} kernel for heads={p.heads}, head_dim={p.head_dim} "
                              f"(built: {sorted({(k['params']['heads'], k['params']['head_dim']) for k in self.target['kernels'].values()})})")
         check_sizes(p.M, p.N, p.out_row_stride)
         for name in ("q", "k"):
@@ -144,25 +152,25 @@ class Sm90Family(KernelFamily):
         if t.block_m:
             if t.block_m not in variants:
                 raise ValueError(f"block_m={t.block_m} not built for heads={p.heads}, head_dim={p.head_dim} "
-                                 f"({self.impl}); choose from {sorted(variants)}")
+                                 f"({self.design}); choose from {sorted(variants)}")
             block_m = t.block_m
-        elif self.impl in WS_CONSUMERS:
-            block_m = min(variants, key=lambda bm: abs(bm // WS_CONSUMERS[self.impl] * p.heads - DEFAULT_N))
-        elif self.impl != "mma":
+        elif self.design in WS_CONSUMERS:
+            block_m = min(variants, key=lambda bm: abs(bm // WS_CONSUMERS[self.design] * p.heads - DEFAULT_N))
+        elif self.design != "mma":
             block_m = min(variants, key=lambda bm: abs(bm * p.heads - DEFAULT_N))
         else:
             block_m = max(variants)
 
-        if self.impl in WS_CONSUMERS:
-            warps = 4 * (1 + WS_CONSUMERS[self.impl])
+        if self.design in WS_CONSUMERS:
+            warps = 4 * (1 + WS_CONSUMERS[self.design])
             if t.num_warps not in (0, None, warps):
-                raise ValueError(f"num_warps must be {warps} for impl {self.impl!r} (producer + "
-                                 f"{WS_CONSUMERS[self.impl]} consumer warpgroups), got {t.num_warps}")
+                raise ValueError(f"num_warps must be {warps} for design {self.design!r} (producer + "
+                                 f"{WS_CONSUMERS[self.design]} consumer warpgroups), got {t.num_warps}")
             return self._plan_ws(p, t, pointers, compute_units, variants[block_m], block_m)
         if t.num_warps:
-            if not 1 <= t.num_warps <= MAX_WARPS or (self.impl != "mma" and t.num_warps % 4):
+            if not 1 <= t.num_warps <= MAX_WARPS or (self.design != "mma" and t.num_warps % 4):
                 raise ValueError(f"num_warps must be in 1..{MAX_WARPS}"
-                                 + (" and a multiple of 4 (whole warpgroups)" if self.impl != "mma" else "")
+                                 + (" and a multiple of 4 (whole warpgroups)" if self.design != "mma" else "")
                                  + f", got {t.num_warps}")
             num_warps = t.num_warps
         row_blocks = max(1, ceil(p.M / block_m))
@@ -170,7 +178,7 @@ class Sm90Family(KernelFamily):
             # H200 sweeps (docs/PERFORMANCE.md): one warpgroup per block wins once the row grid alone fills
             # the card three times over (4096 x 32768: 1320 vs 1353 us); below that two warpgroups sharing one
             # staged Q win (128 x 32768: 64 vs 72 us; 671 x 131072 H=64, 336 row blocks: 1950 vs 2254 us).
-            num_warps = 4 if self.impl == "mma" or row_blocks >= ROW_BLOCKS_PER_SM_FOR_4_WARPS * max(1, compute_units) else 8
+            num_warps = 4 if self.design == "mma" or row_blocks >= ROW_BLOCKS_PER_SM_FOR_4_WARPS * max(1, compute_units) else 8
         if t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
@@ -180,25 +188,25 @@ class Sm90Family(KernelFamily):
             # least MIN_TILES_PER_STREAM tiles per stream: on short rows every split re-stages Q
             # (1024 x 1024 multi_req H=64: split 1 14.8 us, split 2 17.6 us).
             want = ceil(TARGET_BLOCKS_PER_SM * max(1, compute_units) / row_blocks)
-            streams = num_warps // 4 if self.impl != "mma" else num_warps
-            cap = max(1, ceil(p.N / TILE_TOKENS[self.impl]) // (MIN_TILES_PER_STREAM * streams))
+            streams = num_warps // 4 if self.design != "mma" else num_warps
+            cap = max(1, ceil(p.N / TILE_TOKENS[self.design]) // (MIN_TILES_PER_STREAM * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
 
+        # SS form: each warpgroup's ring of SS_STAGES K tiles (64 tokens x head_dim bytes) in dynamic shared memory
+        stages = 4 if self.design.endswith("4") else SS_STAGES
+        shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.design] * p.head_dim if self.design in SS_DESIGNS else 0
+
+        return self._launch_plan(variants[block_m], p, t, pointers, block_m, row_blocks, split_n, num_warps, shared_mem)
+
+    def _launch_plan(self, symbol: str, p: Problem, t: Tunables, pointers: Pointers, block_m: int, row_blocks: int,
+                     split_n: int, num_warps: int, shared_mem: int) -> LaunchPlan:
+        """The plan of one resolved launch: grid (row blocks, split_n), 32 * num_warps threads, the flags (clean
+        logits; high-m rows first past REVERSE_ROWS_MIN_N keys unless asked; the float4 -inf fill where every row of
+        out starts 16-byte aligned: every design's fill takes it), packed kernargs."""
         reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
         flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
-        if self.impl != "mma" and pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
-            flags |= FLAG_VEC4_FILL  # every row starts 16-byte aligned
-
-        # SS form: each warpgroup's ring of SS_STAGES K tiles (64 tokens x head_dim bytes) in dynamic shared memory
-        stages = 4 if self.impl.endswith("4") else SS_STAGES
-        shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.impl] * p.head_dim if self.impl in SS_IMPLS else 0
-
-        return self._launch_plan(variants[block_m], p, pointers, block_m, row_blocks, split_n, num_warps, flags,
-                                 reverse, shared_mem)
-
-    def _launch_plan(self, symbol: str, p: Problem, pointers: Pointers, block_m: int, row_blocks: int, split_n: int,
-                     num_warps: int, flags: int, reverse: bool, shared_mem: int) -> LaunchPlan:
-        """The plan of one resolved launch: grid (row blocks, split_n), 32 * num_warps threads, packed kernargs."""
+        if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
+            flags |= FLAG_VEC4_FILL
         entry = self.target["kernels"][symbol]
         map_slot = sm90_tensor_map.k_map_slot(entry["args"])
         values = {
@@ -207,7 +215,7 @@ class Sm90Family(KernelFamily):
             "out_row_stride": p.out_row_stride, "M": p.M, "N": p.N, "split_n": split_n,
             "num_warps": num_warps, "flags": flags,
         }
-        config = {"impl": self.impl, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
+        config = {"design": self.design, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
                   "reverse_rows": reverse, "unroll2": False}
         if map_slot is None:
             kernargs = pack_kernargs(entry["args"], values, entry["kernarg_size"])
@@ -227,7 +235,7 @@ class Sm90Family(KernelFamily):
     def _plan_ws(self, p: Problem, t: Tunables, pointers: Pointers, compute_units: int, symbol: str,
                  block_m: int) -> LaunchPlan:
         """Launch plan of the warp-specialised kernels: one block per SM; dynamic smem = Q + K ring + weights."""
-        consumers = WS_CONSUMERS[self.impl]
+        consumers = WS_CONSUMERS[self.design]
         warps = 4 * (1 + consumers)
         nq = block_m // consumers * p.heads  # wgmma N of one consumer
         row_blocks = max(1, ceil(p.M / block_m))
@@ -240,17 +248,13 @@ class Sm90Family(KernelFamily):
             # One block per SM, so the grid runs in whole waves: minimise waves x (tiles per block + the block's
             # fixed cost), with N / 64 tiles per unsplit row block, never leaving a stream fewer than
             # MIN_TILES_PER_STREAM tiles.
-            tiles = ceil(p.N / TILE_TOKENS[self.impl])
+            tiles = ceil(p.N / TILE_TOKENS[self.design])
             cap = max(1, min(MAX_GRID_Y, tiles // MIN_TILES_PER_STREAM))
             cost = {s: ceil(row_blocks * s / cus) * (tiles / s + WS_SPLIT_OVERHEAD_TILES)
                     for s in range(1, min(cap, 4 * cus) + 1)}
             split_n = min(cost, key=lambda s: (cost[s], s))
-        reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
-        flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
-        if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
-            flags |= FLAG_VEC4_FILL
-        shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.impl] * p.head_dim
+        shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.design] * p.head_dim
                       + consumers * nq * 4)
-        if registry.SM90_DESIGNS[self.impl].params.get("k_tensor_map"):
+        if registry.SM90_DESIGNS[self.design].params.get("k_tensor_map"):
             shared_mem = sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
-        return self._launch_plan(symbol, p, pointers, block_m, row_blocks, split_n, warps, flags, reverse, shared_mem)
+        return self._launch_plan(symbol, p, t, pointers, block_m, row_blocks, split_n, warps, shared_mem)

@@ -35,12 +35,16 @@ TOL = 1e-3
 LOGIT_EPS = 1e-5  # rawindexer.testing.grading.LOGIT_EPS: the per-logit gate of the default designs
 
 
-def sm90_logit_eps(impl: str) -> float:
-    """The per-logit gate of an sm_90a implementation ("api" = the default one): Sm90Family's LOGIT_EPS."""
-    from rawindexer.dispatch.sm90 import DEFAULT_IMPL
+def sm90_logit_eps(design: str) -> float:
+    """The per-logit gate of an sm_90a design ("api" = the one the public API runs: RAWINDEXER_SM90_DESIGN, else
+    the default): Sm90Family's LOGIT_EPS."""
+    from rawindexer.dispatch.base import design_from_env
+    from rawindexer.dispatch.sm90 import DEFAULT_DESIGN, Sm90Family
     from rawindexer.dispatch.sm90 import LOGIT_EPS as SM90_EPS
 
-    return SM90_EPS[DEFAULT_IMPL if impl == "api" else impl]
+    if design == "api":
+        design = design_from_env(Sm90Family.design_env, tuple(SM90_EPS), Sm90Family.deprecated_design_env) or DEFAULT_DESIGN
+    return SM90_EPS[design]
 
 
 def _windows(mode: str, M: int, N: int, seed: int):
@@ -115,7 +119,7 @@ def logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps: float = LOGIT_EPS)
 
 
 def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: int = 0,
-             repeat_check: bool = False, impl: str = "api") -> list[tuple[bool, str]]:
+             repeat_check: bool = False, design: str = "api") -> list[tuple[bool, str]]:
     """Both clean_logits settings of one (shape, heads, dim, mode); returns [(ok, message)] per setting."""
     import torch
 
@@ -129,22 +133,22 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
     for clean in (True, False):
         big = torch.full((M, N + stride_pad), float("nan"), device="cuda", dtype=torch.float32)
         out = big[:, :N]
-        if impl == "api":
+        if design == "api":
             rawindexer.fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits=clean, out=out)
         else:
-            launch_direct(impl, q, k, kv_scale, weights, ks, ke, out, clean)
+            launch_direct(design, q, k, kv_scale, weights, ks, ke, out, clean)
         torch.cuda.synchronize()
         ok, msg = grade_gpu(out, ref, ks, ke, clean)
-        gate_ok, _, gate_msg = logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps=sm90_logit_eps(impl))
+        gate_ok, _, gate_msg = logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps=sm90_logit_eps(design))
         ok, msg = ok and gate_ok, f"{msg} | {gate_msg}"
         if stride_pad and not torch.isnan(big[:, N:]).all():
             ok, msg = False, msg + " | wrote into the row padding"
         if repeat_check and ok:
             again = torch.full_like(out, float("nan"))
-            if impl == "api":
+            if design == "api":
                 rawindexer.fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits=clean, out=again)
             else:
-                launch_direct(impl, q, k, kv_scale, weights, ks, ke, again, clean)
+                launch_direct(design, q, k, kv_scale, weights, ks, ke, again, clean)
             torch.cuda.synchronize()
             same = torch.equal(torch.nan_to_num(again, nan=1.0), torch.nan_to_num(out.contiguous(), nan=1.0))
             if not same:
@@ -156,20 +160,20 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
 _direct: dict = {}
 
 
-def launch_direct(impl: str, q, k, kv_scale, weights, ks, ke, out, clean: bool) -> None:
-    """Launch one implementation ("wg" or "mma") without the public API: CudaBackend + Sm90Family."""
+def launch_direct(design: str, q, k, kv_scale, weights, ks, ke, out, clean: bool) -> None:
+    """Launch one design ("wg" or "mma") without the public API: CudaBackend + Sm90Family."""
     import torch
 
     from rawindexer.backends.cuda import CudaBackend
     from rawindexer.dispatch.base import Pointers, Problem, Tunables
     from rawindexer.dispatch.sm90 import Sm90Family
 
-    if impl not in _direct:
+    if design not in _direct:
         backend = _direct.setdefault("backend", CudaBackend())
-        family = Sm90Family(impl=impl)
-        _direct[impl] = (family, backend.load_module(family.code_object()))
+        family = Sm90Family(design=design)
+        _direct[design] = (family, backend.load_module(family.code_object()))
     backend = _direct["backend"]
-    family, module = _direct[impl]
+    family, module = _direct[design]
     M, H, D = q.shape
     N = k.shape[0]
     plan = family.plan(Problem(M, N, H, D, out.stride(0), clean), Tunables(),
@@ -179,7 +183,7 @@ def launch_direct(impl: str, q, k, kv_scale, weights, ks, ke, out, clean: bool) 
                    stream=torch.cuda.current_stream().cuda_stream)
 
 
-def sweep(shapes, heads, dims, modes, log, impl: str = "api") -> tuple[int, int, list[str], list[str]]:
+def sweep(shapes, heads, dims, modes, log, design: str = "api") -> tuple[int, int, list[str], list[str]]:
     """Run the cartesian product; returns (passed, total, failures, dropped-for-memory)."""
     import torch
 
@@ -192,11 +196,11 @@ def sweep(shapes, heads, dims, modes, log, impl: str = "api") -> tuple[int, int,
         for H in heads:
             for D in dims:
                 for mode in modes:
-                    name = f"{impl} M={M} N={N} H={H} D={D} {mode}"
+                    name = f"{design} M={M} N={N} H={H} D={D} {mode}"
                     t0 = time.time()
                     try:
                         res = run_case(M, N, H, D, mode, seed=M * 7 + N + H + D, stride_pad=37 if M < 2048 else 0,
-                                       repeat_check=(M, N) == (1024, 1560), impl=impl)
+                                       repeat_check=(M, N) == (1024, 1560), design=design)
                     except WindowNotApplicable:
                         continue
                     except torch.cuda.OutOfMemoryError:
@@ -261,7 +265,7 @@ def test_sweep_chunk_shapes():
 def test_mma_path_small():
     _need_gpu()
     passed, total, failures, _ = sweep([(17, 76), (61, 1024), (1024, 1560)], HEADS, DIMS, MODES,
-                                       log=lambda s: None, impl="mma")
+                                       log=lambda s: None, design="mma")
     assert not failures, "\n".join(failures[:20])
 
 
@@ -271,7 +275,7 @@ def test_mma_path_small():
 # The poisoned row itself: a NaN score is dropped by the ReLU (fmaxf(NaN, 0) = 0), i.e. the row equals a
 # clean run with that head's weight set to 0; a NaN weight makes the row's in-window logits NaN.
 # ---------------------------------------------------------------------------------------------------
-def nan_contract_case(M: int, N: int, H: int, D: int, seed: int, impl: str = "api") -> tuple[bool, str]:
+def nan_contract_case(M: int, N: int, H: int, D: int, seed: int, design: str = "api") -> tuple[bool, str]:
     import torch
 
     g = np.random.default_rng(seed)
@@ -294,12 +298,12 @@ def nan_contract_case(M: int, N: int, H: int, D: int, seed: int, impl: str = "ap
 
     def launch(qq, kk, ss, ww, clean):
         out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float32)
-        if impl == "api":
+        if design == "api":
             import rawindexer
             rawindexer.fp8_mqa_logits(qq.view(torch.float8_e4m3fn), kk.view(torch.float8_e4m3fn), ss, ww, ks, ke,
                                       clean_logits=clean, out=out)
         else:
-            launch_direct(impl, qq.view(torch.float8_e4m3fn), kk.view(torch.float8_e4m3fn), ss, ww, ks, ke, out, clean)
+            launch_direct(design, qq.view(torch.float8_e4m3fn), kk.view(torch.float8_e4m3fn), ss, ww, ks, ke, out, clean)
         torch.cuda.synchronize()
         return out
 
@@ -322,7 +326,7 @@ def nan_contract_case(M: int, N: int, H: int, D: int, seed: int, impl: str = "ap
         inside = torch.from_numpy((ks_np <= n_s) & (n_s < ke_np)).cuda()
         if not torch.isnan(got[inside, n_s]).all():
             msgs.append(f"clean={clean}: a NaN kv_scale[{n_s}] left finite logits in its column")
-    label = f"{impl} M={M} N={N} H={H} D={D} q-row {r_q} w-row {r_w} K key {n_k} scale key {n_s}"
+    label = f"{design} M={M} N={N} H={H} D={D} q-row {r_q} w-row {r_w} K key {n_k} scale key {n_s}"
     return (not msgs), f"{label}: " + ("; ".join(msgs) if msgs else "ok")
 
 
@@ -330,10 +334,10 @@ NAN_CASES = [(M, N, H, D) for (M, N) in ((7, 100), (64, 333)) for H in HEADS for
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("impl", ["api", "mma", "wg", "tmas"])
-def test_nan_contract_sm90(impl):
+@pytest.mark.parametrize("design", ["api", "mma", "wg", "tmas"])
+def test_nan_contract_sm90(design):
     _need_gpu()
-    results = [nan_contract_case(M, N, H, D, seed=M + N + H + D, impl=impl) for M, N, H, D in NAN_CASES]
+    results = [nan_contract_case(M, N, H, D, seed=M + N + H + D, design=design) for M, N, H, D in NAN_CASES]
     assert all(ok for ok, _ in results), "\n".join(m for ok, m in results if not ok)
 
 
@@ -513,9 +517,9 @@ def main() -> int:
 
     if args.nan:
         fails = 0
-        for impl in ("api", "mma", "wg", "tmas"):  # "auto" picks wg or tmas by shape: both, whatever the shape
+        for design in ("api", "mma", "wg", "tmas"):  # "auto" picks wg or tmas by shape: both, whatever the shape
             for M, N, H, D in NAN_CASES:
-                ok, msg = nan_contract_case(M, N, H, D, seed=M + N + H + D, impl=impl)
+                ok, msg = nan_contract_case(M, N, H, D, seed=M + N + H + D, design=design)
                 fails += not ok
                 log(f"{'PASS' if ok else 'FAIL'} nan contract {msg}")
         log(f"nan contract: {fails} failing case(s)")
@@ -545,10 +549,10 @@ def main() -> int:
         runs.append((small, (32, 64) if args.sanitizer_subset else HEADS, DIMS, MODES, design))
     all_failures: list[str] = []
     summary = []
-    for shapes, heads, dims, modes, impl in runs:
-        passed, total, failures, dropped = sweep(shapes, heads, dims, modes, log, impl)
+    for shapes, heads, dims, modes, design in runs:
+        passed, total, failures, dropped = sweep(shapes, heads, dims, modes, log, design)
         all_failures += failures
-        summary.append(f"{impl}: {passed}/{total} passed over {len(shapes)} shapes; dropped for memory: "
+        summary.append(f"{design}: {passed}/{total} passed over {len(shapes)} shapes; dropped for memory: "
                        f"{dropped if dropped else 'none'}")
     for line in summary:
         log(line)

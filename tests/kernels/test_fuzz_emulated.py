@@ -9,7 +9,7 @@ import pytest
 
 import rawindexer
 from rawindexer.dispatch.base import Tunables
-from rawindexer.dispatch.gfx950 import LOGIT_EPS, PATHS, Gfx950Family
+from rawindexer.dispatch.gfx950 import LOGIT_EPS, DESIGNS, Gfx950Family
 from rawindexer.fp8 import random_e4m3fn
 from rawindexer.testing.grading import grade, logit_gate
 from rawindexer.testing.reference import fp8_mqa_logits_ref_with_scale
@@ -44,8 +44,8 @@ def fuzz_inputs(rng, M, N, H, D):
 def fuzz_case(rng, variant=None):
     family = Gfx950Family()
     H, D = HEAD_SHAPES[int(rng.integers(len(HEAD_SHAPES)))]
-    path = family.path(Tunables(variant=variant), H, D)
-    block_ms = sorted({bm for bm, _ in family.variants(H, D, path)})
+    design = family.design(Tunables(variant=variant), H, D)
+    block_ms = sorted({bm for bm, _ in family.variants(H, D, design)})
     block_m = int(rng.choice(block_ms)) if rng.random() < 0.5 else 0
     M, N = int(rng.integers(1, 12)), int(rng.integers(1, 160))
     ops = fuzz_inputs(rng, M, N, H, D)
@@ -58,7 +58,7 @@ def fuzz_case(rng, variant=None):
     label = f"(M={M}, N={N}, H={H}, D={D}, clean={clean}, {tunables}, ks={ops['cu_seqlen_ks']}, ke={ops['cu_seqlen_ke']})"
     g = grade(out, ref, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], clean)
     assert g.mask_ok and g.unwritten == 0 and g.overwritten == 0, f"{label}: {g.message}"
-    gate = logit_gate(out, ref, scale, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], LOGIT_EPS[path])
+    gate = logit_gate(out, ref, scale, ops["cu_seqlen_ks"], ops["cu_seqlen_ke"], LOGIT_EPS[design])
     assert gate.ok, f"{label}: {gate.message}"
     return gate
 
@@ -68,7 +68,7 @@ def test_fuzz_default_design(rng, case):
     fuzz_case(rng)
 
 
-@pytest.mark.parametrize("variant", PATHS)
+@pytest.mark.parametrize("variant", DESIGNS)
 def test_fuzz_each_design(rng, variant):
     fuzz_case(rng, variant)
 
@@ -76,4 +76,4 @@ def test_fuzz_each_design(rng, variant):
 @pytest.mark.slow
 @pytest.mark.parametrize("case", range(200))
 def test_fuzz_many(rng, case):
-    fuzz_case(rng, None if case % 2 else PATHS[(case // 2) % len(PATHS)])
+    fuzz_case(rng, None if case % 2 else DESIGNS[(case // 2) % len(DESIGNS)])

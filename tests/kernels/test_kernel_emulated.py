@@ -55,7 +55,7 @@ def run_case(rng, M, N, H, D, mode, clean, pad=0, **tunables):
 
 def design_eps(heads, head_dim, variant=None):
     """The per-logit gate's eps of the design that runs (the default when ``variant`` is None)."""
-    return LOGIT_EPS[Gfx950Family().path(Tunables(variant=variant), heads, head_dim)]
+    return LOGIT_EPS[Gfx950Family().design(Tunables(variant=variant), heads, head_dim)]
 
 
 def assert_logit_gate(ops, out, heads, head_dim, variant, label):
@@ -104,14 +104,14 @@ def test_padded_output_rows_are_left_alone(rng):
 def _tunable_grid():
     """(variant, heads, head_dim, block_m) for every BLOCK_M each kernel design builds, read from the
     manifest so that a new variant is swept without editing this list."""
-    from rawindexer.dispatch.gfx950 import PATHS, Gfx950Family
+    from rawindexer.dispatch.gfx950 import DESIGNS, Gfx950Family
 
     family = Gfx950Family()
     grid = []
-    for path in PATHS:
+    for design in DESIGNS:
         for h, d in HEAD_SHAPES:
-            for bm in sorted({bm for bm, _ in family.variants(h, d, path)}):
-                grid.append((path, h, d, bm))
+            for bm in sorted({bm for bm, _ in family.variants(h, d, design)}):
+                grid.append((design, h, d, bm))
     return grid
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import rawindexer
-from rawindexer.dispatch.gfx950 import PATHS, Gfx950Family
+from rawindexer.dispatch.gfx950 import DESIGNS, Gfx950Family
 from rawindexer.fp8 import random_e4m3fn
 from rawindexer.testing.reference import fp8_mqa_logits_ref
 
@@ -24,10 +24,10 @@ NAN_CODES = (0x7F, 0xFF)
 def _grid():
     family = Gfx950Family()
     out = []
-    for path in PATHS:
+    for design in DESIGNS:
         for h, d in ((32, 128), (32, 64), (64, 128), (128, 64)):
-            for bm in sorted({bm for bm, _ in family.variants(h, d, path)}):
-                out.append((path, h, d, bm))
+            for bm in sorted({bm for bm, _ in family.variants(h, d, design)}):
+                out.append((design, h, d, bm))
     return out
 
 
@@ -104,7 +104,7 @@ def test_non_finite_inputs_stay_in_their_row_or_column_all(rng, variant, heads, 
     check_contract(rng, variant, heads, head_dim, block_m)
 
 
-@pytest.mark.parametrize("variant", PATHS)
+@pytest.mark.parametrize("variant", DESIGNS)
 def test_inf_weight_gives_what_ieee_gives(rng, variant):
     M, N, H, D = 5, 60, 32, 128
     ops = _inputs(rng, M, N, H, D)

@@ -11,14 +11,14 @@ from rawindexer.kernel_files import kernel_dir, manifest_path
 
 MANIFEST = json.loads(manifest_path().read_text())
 def _gfx_params(i):
-    return {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "unroll": i.unroll, "path": i.design,
+    return {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "unroll": i.unroll, "design": i.design,
             "fp8_format": i.fp8_format}
 
 
 PREFILL_PARAMS = {
     registry.GFX950: _gfx_params,
     registry.GFX942: _gfx_params,
-    registry.SM90: lambda i: {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "impl": i.design},
+    registry.SM90: lambda i: {"heads": i.heads, "head_dim": i.head_dim, "block_m": i.block_m, "design": i.design},
 }
 
 
@@ -64,3 +64,39 @@ def test_every_design_declares_its_gate_and_one_default_leads():
             shipped = [d for d in designs.values() if not d.experiment]
             assert all(d.logit_eps is not None for d in shipped), target
             assert [d.default_rank for d in shipped if d.default_rank is not None].count(0) == 1, target
+
+
+def test_design_env_names_a_design_and_the_old_name_still_works(monkeypatch):
+    """RAWINDEXER_GFX950_DESIGN picks the gfx950 design; RAWINDEXER_GFX950_PATH, its older name, still does (with a
+    DeprecationWarning) while the new one is unset; a name the registry does not declare is refused, named."""
+    from rawindexer.dispatch.gfx950 import Gfx950Family
+
+    family = Gfx950Family()
+    monkeypatch.delenv("RAWINDEXER_GFX950_DESIGN", raising=False)
+    monkeypatch.delenv("RAWINDEXER_GFX950_PATH", raising=False)
+    assert family.design() == registry.default_designs(registry.PREFILL, registry.GFX950)[0]
+    monkeypatch.setenv("RAWINDEXER_GFX950_DESIGN", "seed")
+    assert family.design() == "seed"
+    monkeypatch.delenv("RAWINDEXER_GFX950_DESIGN")
+    monkeypatch.setenv("RAWINDEXER_GFX950_PATH", "mr")
+    with pytest.warns(DeprecationWarning, match="RAWINDEXER_GFX950_DESIGN"):
+        assert family.design() == "mr"
+    monkeypatch.setenv("RAWINDEXER_GFX950_DESIGN", "nope")
+    with pytest.raises(ValueError, match="RAWINDEXER_GFX950_DESIGN: expected one of"):
+        family.design()
+
+
+def test_a_manifest_with_the_older_design_keys_still_loads(tmp_path):
+    """Kernel folders built before the manifest said params.design (gfx: "path", sm_90a: "impl") load with the
+    design read from the older key, so RAWINDEXER_KERNEL_DIR may point at one."""
+    from rawindexer.dispatch.base import load_target
+
+    old = {"targets": {t: {"kernels": {s: {**e, "params": {**{k: v for k, v in e["params"].items() if k != "design"},
+                                                          "path" if t != registry.SM90 else "impl": e["params"]["design"]}}
+                                       for s, e in MANIFEST["targets"][t]["kernels"].items()}}
+                       for t in (registry.GFX950, registry.SM90)}}
+    (tmp_path / "manifest.json").write_text(json.dumps(old))
+    for t in (registry.GFX950, registry.SM90):
+        loaded = load_target(t, tmp_path)["kernels"]
+        assert {s: e["params"]["design"] for s, e in loaded.items()} == \
+            {s: e["params"]["design"] for s, e in MANIFEST["targets"][t]["kernels"].items()}

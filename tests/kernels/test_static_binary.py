@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import build
-from rawindexer import asm
+from rawindexer import asm, registry
 from rawindexer.codeobject import CodeObject
 from rawindexer.dispatch.base import Pointers, Problem, Tunables
 from rawindexer.dispatch.gfx950 import Gfx950Family
@@ -32,8 +32,8 @@ def functions(manifest):
 def test_every_declared_variant_is_in_the_code_object(manifest):
     co = CodeObject((KERNELS / manifest["code_object"]).read_bytes())
     assert co.target.endswith("gfx950")
-    assert set(manifest["kernels"]) == {v.symbol for v in build.VARIANTS} <= set(co.kernels)
-    covered = {(v.heads, v.head_dim) for v in build.VARIANTS}
+    assert set(manifest["kernels"]) == {v.symbol for v in registry.GFX950_INSTANCES} <= set(co.kernels)
+    covered = {(v.heads, v.head_dim) for v in registry.GFX950_INSTANCES}
     assert covered == {(h, d) for h in (32, 64, 128) for d in (64, 128)}
 
 
@@ -57,13 +57,13 @@ def test_default_configuration_runs_two_waves_per_simd(manifest, heads, head_dim
     family = Gfx950Family(KERNELS)
     plan = family.plan(Problem(4096, 32768, heads, head_dim, 32768, True), Tunables(), Pointers(*range(1, 8)), 256)
     # H=128, D=128: 2 on every accurate design (Q alone is 64 VGPRs per row; mrf 176 VGPRs at BLOCK_M 1).
-    need = 2 if plan.config["path"] == "seed" or (heads, head_dim) == (128, 128) else 3
+    need = 2 if plan.config["design"] == "seed" or (heads, head_dim) == (128, 128) else 3
     assert manifest["kernels"][plan.symbol]["resources"]["waves_per_simd"] >= need, plan.symbol
 
 
-@pytest.mark.parametrize("symbol", [v.symbol for v in build.VARIANTS if v.path == "seed"])
+@pytest.mark.parametrize("symbol", [v.symbol for v in registry.GFX950_INSTANCES if v.design == "seed"])
 def test_steady_state_loop_has_the_design_points(functions, symbol):
-    v = next(v for v in build.VARIANTS if v.symbol == symbol)
+    v = next(v for v in registry.GFX950_INSTANCES if v.symbol == symbol)
     loop = asm.instructions(asm.steady_state_loop(functions[symbol]))
     names = [i.mnemonic for i in loop]
     mfmas = [n for n in names if re.fullmatch(r"v_mfma_(scale_)?f32_32x32x64_f8f6f4", n)]
@@ -87,8 +87,8 @@ def test_steady_state_loop_has_the_design_points(functions, symbol):
     assert 5 * chains <= names.count("v_pk_fma_f32") <= 8 * chains, (names.count("v_pk_fma_f32"), chains)
 
 
-# ---- the MFMA-reduce path (symbols _mr / _mrp): the levers, read from the binary ----
-MR = [v for v in build.VARIANTS if v.path in ("mr", "mrp")]
+# ---- the MFMA-reduce designs (symbols _mr / _mrp): the levers, read from the binary ----
+MR = [v for v in registry.GFX950_INSTANCES if v.design in ("mr", "mrp")]
 
 
 @pytest.mark.parametrize("symbol", [v.symbol for v in MR])
@@ -98,9 +98,9 @@ def test_mfma_reduce_loop_shape(functions, manifest, symbol):
     names = [i.mnemonic for i in loop]
     score = "v_mfma_f32_16x16x128_f8f6f4" if v.head_dim == 128 else "v_mfma_f32_16x16x32_fp8_fp8"
     assert set(n for n in names if "mfma" in n) == {score, "v_mfma_f32_16x16x32_bf16"}
-    assert not any("permlane" in n for n in names), "the head reduce is an MFMA on this path"
-    assert not any(n.startswith("v_max_f32") for n in names), "no f32 ReLU on this path"
-    relu = "v_pk_max_i16" if v.path == "mrp" else "v_and_b32"
+    assert not any("permlane" in n for n in names), "the head reduce is an MFMA in this design"
+    assert not any(n.startswith("v_max_f32") for n in names), "no f32 ReLU in this design"
+    relu = "v_pk_max_i16" if v.design == "mrp" else "v_and_b32"
     assert any(n.startswith(relu) for n in names) and "v_cvt_pk_bf16_f32" in names
     tp = asm.tile_profile(functions[symbol], v.heads, v.head_dim, v.block_m)
     assert tp.tiles_in_loop == 2, "the ping-pong loop walks two tiles"
@@ -163,7 +163,7 @@ def test_mfma_reduce_designs_meet_the_levers_at_every_shape(functions, manifest,
         assert tp.loads_in_flight_at_first_mfma == tp.loads_before_first_mfma, tp.loads_in_flight_at_first_mfma
 
 
-MRF = [v for v in build.VARIANTS if v.path == "mrf"]
+MRF = [v for v in registry.GFX950_INSTANCES if v.design == "mrf"]
 
 
 @pytest.mark.parametrize("symbol", [v.symbol for v in MRF])
@@ -201,7 +201,7 @@ def test_default_kernel_is_exact_class_and_fills_three_waves(functions, manifest
     from rawindexer.dispatch.gfx950 import LOGIT_EPS
 
     plan = _plan(heads, head_dim)
-    assert LOGIT_EPS[plan.config["path"]] <= 1e-5, plan.symbol
+    assert LOGIT_EPS[plan.config["design"]] <= 1e-5, plan.symbol
     p = manifest["kernels"][plan.symbol]["params"]
     r = manifest["kernels"][plan.symbol]["resources"]
     assert r["vgpr_spill"] == r["sgpr_spill"] == r["scratch"] == 0, r

@@ -12,6 +12,7 @@ import pytest
 
 import build  # conftest loads the repository's build.py under this name
 from rawindexer.dispatch.base import Pointers, Problem, Tunables
+from rawindexer import registry
 from rawindexer.kernel_files import kernel_dir
 
 EXPECTED_OFFSETS = [0, 8, 16, 24, 32, 40, 48, 56, 64, 68, 72, 76, 80]
@@ -27,7 +28,7 @@ def sm90_target() -> tuple[Path, dict]:
 def test_every_variant_built_without_spills_or_local_memory(sm90_target):
     build_dir, target = sm90_target
     assert (build_dir / target["code_object"]).exists()
-    assert set(target["kernels"]) == {v.symbol for v in build.SM90_VARIANTS}
+    assert set(target["kernels"]) == {v.symbol for v in registry.SM90_INSTANCES}
     for name, k in target["kernels"].items():
         r = k["resources"]
         assert r["spill_stores"] == 0 and r["spill_loads"] == 0, name
@@ -45,7 +46,7 @@ def test_kernarg_layout_matches_the_gfx950_argument_list(sm90_target):
         assert [a["name"] for a in common] == [n for n, _ in build.KERNEL_ARGS], name
         assert [a["offset"] for a in common] == EXPECTED_OFFSETS, name
         assert [a["size"] for a in common] == [s for _, s in build.KERNEL_ARGS], name
-        if k["params"]["impl"] == "tmas":
+        if k["params"]["design"] == "tmas":
             (extra,) = k["args"][len(build.KERNEL_ARGS):]
             assert (extra["name"], extra["size"]) == ("k_map", 128) and (0x210 + extra["offset"]) % 64 == 0, name
             assert k["kernarg_size"] == extra["offset"] + 128, name
@@ -56,7 +57,7 @@ def test_kernarg_layout_matches_the_gfx950_argument_list(sm90_target):
 def test_coverage_of_heads_and_dims(sm90_target):
     _, target = sm90_target
     covered = {(k["params"]["heads"], k["params"]["head_dim"]) for k in target["kernels"].values()
-               if k["params"]["impl"] == "wg"}
+               if k["params"]["design"] == "wg"}
     assert covered == {(h, d) for h in (32, 64, 128) for d in (64, 128)}
 
 
@@ -76,7 +77,7 @@ ptxas info    : Used 128 registers, used 1 barriers, 8 bytes cumulative stack si
 def _family(sm90_target):
     """The "wg" heuristic (the default "auto" plans with it below N = 4096 and for callers' block_m / num_warps)."""
     from rawindexer.dispatch.sm90 import Sm90Family
-    return Sm90Family(build_dir=sm90_target[0], impl="wg")
+    return Sm90Family(build_dir=sm90_target[0], design="wg")
 
 
 PTRS = Pointers(*[1 << 20] * 7)
@@ -182,16 +183,25 @@ def test_backend_without_cuda_bindings(monkeypatch):
 
 def test_mirror_variant_is_built_and_selectable(sm90_target, monkeypatch):
     """The bf16 tensor-core head reduce ("wgr", docs/PERFORMANCE.md) ships beside the default and is chosen by
-    impl= or RAWINDEXER_SM90_IMPL."""
-    from rawindexer.dispatch.sm90 import DEFAULT_IMPL, Sm90Family
+    design= or RAWINDEXER_SM90_DESIGN; the older names impl= and RAWINDEXER_SM90_IMPL still work, deprecated."""
+    from rawindexer.dispatch.sm90 import DEFAULT_DESIGN, Sm90Family
 
     build_dir, _ = sm90_target
-    plan = Sm90Family(build_dir, impl="wgr").plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
-    assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm4_wgr"
+    plan = Sm90Family(build_dir, design="wgr").plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
+    assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm4_wgr" and plan.config["design"] == "wgr"
+    monkeypatch.delenv("RAWINDEXER_SM90_IMPL", raising=False)
+    monkeypatch.setenv("RAWINDEXER_SM90_DESIGN", "wgr")
+    assert Sm90Family(build_dir).design == "wgr"
+    monkeypatch.delenv("RAWINDEXER_SM90_DESIGN")
+    assert Sm90Family(build_dir).design == DEFAULT_DESIGN == "auto"
     monkeypatch.setenv("RAWINDEXER_SM90_IMPL", "wgr")
-    assert Sm90Family(build_dir).impl == "wgr"
-    monkeypatch.delenv("RAWINDEXER_SM90_IMPL")
-    assert Sm90Family(build_dir).impl == DEFAULT_IMPL == "auto"
+    with pytest.warns(DeprecationWarning, match="RAWINDEXER_SM90_DESIGN"):
+        assert Sm90Family(build_dir).design == "wgr"
+    with pytest.warns(DeprecationWarning, match="design="):
+        assert Sm90Family(build_dir, impl="mma").design == "mma"
+    monkeypatch.setenv("RAWINDEXER_SM90_DESIGN", "nope")
+    with pytest.raises(ValueError, match="RAWINDEXER_SM90_DESIGN: expected one of"):
+        Sm90Family(build_dir)
 
 
 def test_backend_host_copies(fake_driver):
@@ -284,19 +294,19 @@ def test_run_py_picks_cuda_when_a_device_is_counted(fake_driver, monkeypatch):
     assert usable_gpu_backend() is None
 
 
-def test_v5_experiment_impls_are_known_but_not_in_the_default_build(sm90_target):
+def test_v5_experiment_designs_are_known_but_not_in_the_default_build(sm90_target):
     """wf/wa/wfs/was (docs/PERFORMANCE.md v5) are accepted names; the default build ships none of them, so a plan
     for one says so instead of silently falling back."""
     from rawindexer.dispatch.sm90 import Sm90Family
 
     build_dir, _ = sm90_target
-    for impl in ("wf", "wa", "wfs", "was"):
-        fam = Sm90Family(build_dir, impl=impl)
+    for design in ("wf", "wa", "wfs", "was"):
+        fam = Sm90Family(build_dir, design=design)
         assert not fam.is_supported(32, 128)
-        with pytest.raises(ValueError, match=f"no {impl} kernel"):
+        with pytest.raises(ValueError, match=f"no {design} kernel"):
             fam.plan(Problem(64, 64, 32, 128, 64, True), Tunables(), PTRS, 132)
-    with pytest.raises(ValueError, match="impl must be one of"):
-        Sm90Family(build_dir, impl="nope")
+    with pytest.raises(ValueError, match="design: expected one of"):
+        Sm90Family(build_dir, design="nope")
 
 
 def test_order_after_makes_the_consumer_stream_wait_on_an_event(fake_driver):
@@ -327,7 +337,7 @@ def test_warp_specialised_plan(sm90_target):
     from rawindexer.dispatch.sm90 import WS_STAGES, Sm90Family
 
     build_dir, _ = sm90_target
-    fam = Sm90Family(build_dir, impl="ws")
+    fam = Sm90Family(build_dir, design="ws")
     for heads, block_m in ((32, 8), (64, 4), (128, 2)):
         plan = fam.plan(Problem(4096, 32768, heads, 128, 32768, True), Tunables(), PTRS, 132)
         assert plan.symbol == f"fp8_mqa_logits_sm90_h{heads}_d128_bm{block_m}_ws"

@@ -22,7 +22,7 @@ def _has_tmas() -> bool:
     if not manifest.exists():
         return False
     kernels = json.loads(manifest.read_text()).get("targets", {}).get("sm_90a", {}).get("kernels", {})
-    return any(k["params"].get("impl") == "tmas" for k in kernels.values())
+    return any(k["params"].get("design") == "tmas" for k in kernels.values())
 
 
 pytestmark = pytest.mark.skipif(not _has_tmas(), reason="the kernel directory has no sm_90a tmas kernels (run make)")
@@ -49,7 +49,7 @@ def _family(impl: str | None = None):
     from rawindexer.dispatch.sm90 import Sm90Family
     from rawindexer.kernel_files import kernel_dir
 
-    return Sm90Family(kernel_dir(), impl=impl)
+    return Sm90Family(kernel_dir(), design=impl)
 
 
 def _slot(plan) -> dict:
@@ -72,14 +72,14 @@ def test_tmas_plan_carries_the_map_of_its_k_pointer(encoder):
 
 def test_auto_takes_tmas_for_long_rows_and_wg_otherwise(encoder):
     fam = _family()
-    assert fam.impl == "auto" and fam.is_supported(64, 128) and fam.is_supported(32, 64)
+    assert fam.design == "auto" and fam.is_supported(64, 128) and fam.is_supported(32, 64)
     long_rows = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(), PTRS, 132)
-    assert long_rows.config["impl"] == "tmas" and long_rows.symbol.endswith("_bm8_tmas")
+    assert long_rows.config["design"] == "tmas" and long_rows.symbol.endswith("_bm8_tmas")
     short_rows = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
-    assert short_rows.config["impl"] == "wg" and "k_tensor_map" not in short_rows.config
+    assert short_rows.config["design"] == "wg" and "k_tensor_map" not in short_rows.config
     # a caller's block_m / num_warps are the wg heuristic's knobs: auto honours them with wg
     fixed = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(block_m=2), PTRS, 132)
-    assert fixed.config["impl"] == "wg" and fixed.config["block_m"] == 2
+    assert fixed.config["design"] == "wg" and fixed.config["block_m"] == 2
 
 
 def test_tmas_rejects_a_misaligned_k(encoder):
