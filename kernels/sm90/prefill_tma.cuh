@@ -122,10 +122,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   const int wgi = warp / 4, wq = warp % 4;
   const int gid = lane >> 2, tig = lane & 3;
 
-  const RowBlock rb = row_block_of<BM>(M, flags);
+  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  stage_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   if (tid == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
 
   // Q of consumer c = rows [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order.
@@ -159,21 +158,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q (generic stores) is read by wgmma
   __syncthreads();
 
-  int lo = N, hi = 0;
-#pragma unroll
-  for (int r = 0; r < BM; ++r) {
-    const int2 w = win_s[r];
-    if (w.y > w.x) {
-      lo = min(lo, w.x);
-      hi = max(hi, w.y);
-    }
-  }
-  if (hi <= lo) lo = hi = 0;
-  lo = __shfl_sync(0xffffffffu, lo, 0);
-  hi = __shfl_sync(0xffffffffu, hi, 0);
-  const int tiles = (hi - lo + TMA_TILE - 1) / TMA_TILE;
-  const int tile_begin = (int)((i64)tiles * split / split_n);
-  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  const BlockSpan span = uniform_block_span<BM, TMA_TILE>(win_s, N, split, split_n);
+  const int lo = span.lo, hi = span.hi, tile_begin = span.tile_begin, tile_end = span.tile_end;
 
   if (wgi == 0) {
     setmaxnreg_dec<ws_producer_regs<NC>()>();

@@ -121,6 +121,70 @@ __device__ __forceinline__ void wgmma_ss_k32(float (&d)[N / 2], uint64_t da, uin
   }
 }
 
+// Q in shared memory for the RS form (no swizzle, K-major core matrices: LBO = 128 between neighbours in k,
+// SBO = 8 * D in n), permuted like the A registers (see prefill_wg.cuh): the 16-byte chunk of depths
+// [d0, d0 + 16) of B column n is scattered as 4-byte words to its k slots.
+constexpr uint32_t WG_LBO = 128;
+template <int D>
+__device__ __forceinline__ void store_q_chunk_permuted(u8* q_tile, int n, int d0, uint4 v) {
+  constexpr uint32_t SBO = 8 * D;
+  const int owner = d0 / (D / 4);     // the tig whose A chunk holds these depths
+  const int s0 = (d0 % (D / 4)) / 8;  // even: this chunk is k-steps s0 and s0 + 1
+  u8* row = q_tile + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const int kc = 2 * (s0 + w / 2) + (w % 2);  // core matrix along k: step s, half hh = w % 2
+    *reinterpret_cast<uint32_t*>(row + kc * WG_LBO) = word(v, w);
+  }
+}
+
+// The D / 32 k32 wgmmas of one tile in the RS form: A = this lane's K fragments, B = Q at q_base.
+template <int NQ, int D, int NCH>
+__device__ __forceinline__ void wgmma_rs_tile(float (&acc)[NQ / 2], const WgTile<NCH>& kt, uint32_t q_base) {
+#pragma unroll
+  for (int s = 0; s < D / 32; ++s) {
+    const int c = s / 2, s2 = s % 2;
+    const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2), word(kt.k[0][c], 2 * s2 + 1),
+                           word(kt.k[1][c], 2 * s2 + 1)};
+    wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, WG_LBO, 8 * D), s > 0);
+  }
+}
+
+// DESIGN: head reduction in registers; kv_scale hoisted past it. The exact f32 epilogue of one tile ("wg",
+// "ws"): accumulator column group j holds columns 8j + 2tig + {0, 1} = (row 8j / H, two heads) of tokens tok0
+// (d[4j + 0/1]) and tok0 + 8 (d[4j + 2/3]); ReLU and the weights (weight(j): float2 of those two heads) fold
+// them into per-lane partial sums per (row, token), the quad reduce-scatter completes them, and each value
+// goes out through put(row, token, hit, logit). `reduce` is false where a tile misses every window (the sums
+// are skipped; put still writes -inf under clean logits).
+template <int H, int NQ, typename Weight, typename Put>
+__device__ __forceinline__ void wg_head_sum_fp32(const float (&acc)[NQ / 2], const Weight& weight, bool reduce,
+                                                 bool hit, int tig, int tok0, float sc0, float sc1, const Put& put) {
+  constexpr int V = 2 * (NQ / H);  // per-lane partial sums: (row, token tok0 / tok0 + 8)
+  constexpr int VPL = V >= 4 ? V / 4 : 1;
+  float res[VPL];
+  if (reduce) {
+    float part[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) part[i] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NQ / 8; ++j) {
+      const int r = j / (H / 8);
+      const float2 w = weight(j);
+      part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+      part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
+      part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+      part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
+    }
+    quad_sums<V>(part, res, tig);
+  }
+#pragma unroll
+  for (int i = 0; i < VPL; ++i) {
+    const int v = V >= 4 ? VPL * tig + i : (tig >> 1);
+    const int r = v >> 1, hh = v & 1;
+    if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i] * (hh ? sc1 : sc0) : 0.0f);
+  }
+}
+
 // ---- Decode (kernels/fp8_paged_mqa_logits_sm90.cu): RS forms for every N = next_n x heads in {32, .., 256} ----
 // e4m3 (k32) at N = 32, 96, 192 (64, 128, 256 are wgmma_m64n{N}k32 above), and f16 (k16: the exact design's
 // keys converted from e4m3 in registers; the trailing 0 is tnspB = K-major B).
@@ -239,67 +303,5 @@ __device__ __forceinline__ void wgmma_rs_f16_k16(float (&d)[N / 2], const uint32
   else {
     static_assert(N == 256, "RS f16 wgmma N: 32, 64, 96, 128, 192 or 256");
     wgmma_f16_m64n256k16(d, a, desc, acc);
-
-// Q in shared memory for the RS form (no swizzle, K-major core matrices: LBO = 128 between neighbours in k,
-// SBO = 8 * D in n), permuted like the A registers (see prefill_wg.cuh): the 16-byte chunk of depths
-// [d0, d0 + 16) of B column n is scattered as 4-byte words to its k slots.
-constexpr uint32_t WG_LBO = 128;
-template <int D>
-__device__ __forceinline__ void store_q_chunk_permuted(u8* q_tile, int n, int d0, uint4 v) {
-  constexpr uint32_t SBO = 8 * D;
-  const int owner = d0 / (D / 4);     // the tig whose A chunk holds these depths
-  const int s0 = (d0 % (D / 4)) / 8;  // even: this chunk is k-steps s0 and s0 + 1
-  u8* row = q_tile + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    const int kc = 2 * (s0 + w / 2) + (w % 2);  // core matrix along k: step s, half hh = w % 2
-    *reinterpret_cast<uint32_t*>(row + kc * WG_LBO) = word(v, w);
-  }
-}
-
-// The D / 32 k32 wgmmas of one tile in the RS form: A = this lane's K fragments, B = Q at q_base.
-template <int NQ, int D, int NCH>
-__device__ __forceinline__ void wgmma_rs_tile(float (&acc)[NQ / 2], const WgTile<NCH>& kt, uint32_t q_base) {
-#pragma unroll
-  for (int s = 0; s < D / 32; ++s) {
-    const int c = s / 2, s2 = s % 2;
-    const uint32_t a[4] = {word(kt.k[0][c], 2 * s2), word(kt.k[1][c], 2 * s2), word(kt.k[0][c], 2 * s2 + 1),
-                           word(kt.k[1][c], 2 * s2 + 1)};
-    wgmma_k32<NQ>(acc, a, smem_desc(q_base + 256 * s, WG_LBO, 8 * D), s > 0);
-  }
-}
-
-// DESIGN: head reduction in registers; kv_scale hoisted past it. The exact f32 epilogue of one tile ("wg",
-// "ws"): accumulator column group j holds columns 8j + 2tig + {0, 1} = (row 8j / H, two heads) of tokens tok0
-// (d[4j + 0/1]) and tok0 + 8 (d[4j + 2/3]); ReLU and the weights (weight(j): float2 of those two heads) fold
-// them into per-lane partial sums per (row, token), the quad reduce-scatter completes them, and each value
-// goes out through put(row, token, hit, logit). `reduce` is false where a tile misses every window (the sums
-// are skipped; put still writes -inf under clean logits).
-template <int H, int NQ, typename Weight, typename Put>
-__device__ __forceinline__ void wg_head_sum_fp32(const float (&acc)[NQ / 2], const Weight& weight, bool reduce,
-                                                 bool hit, int tig, int tok0, float sc0, float sc1, const Put& put) {
-  constexpr int V = 2 * (NQ / H);  // per-lane partial sums: (row, token tok0 / tok0 + 8)
-  constexpr int VPL = V >= 4 ? V / 4 : 1;
-  float res[VPL];
-  if (reduce) {
-    float part[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) part[i] = 0.0f;
-#pragma unroll
-    for (int j = 0; j < NQ / 8; ++j) {
-      const int r = j / (H / 8);
-      const float2 w = weight(j);
-      part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-      part[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, part[2 * r]);
-      part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-      part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, part[2 * r + 1]);
-    }
-    quad_sums<V>(part, res, tig);
-  }
-#pragma unroll
-  for (int i = 0; i < VPL; ++i) {
-    const int v = V >= 4 ? VPL * tig + i : (tig >> 1);
-    const int r = v >> 1, hh = v & 1;
-    if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i] * (hh ? sc1 : sc0) : 0.0f);
   }
 }
