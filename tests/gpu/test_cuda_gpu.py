@@ -180,7 +180,7 @@ def launch_direct(design: str, q, k, kv_scale, weights, ks, ke, out, clean: bool
                        Pointers(q.data_ptr(), k.data_ptr(), kv_scale.data_ptr(), weights.data_ptr(),
                                 ks.data_ptr(), ke.data_ptr(), out.data_ptr()), backend.compute_units())
     backend.launch(backend.get_function(module, plan.symbol), plan.grid, plan.block, plan.kernargs,
-                   stream=torch.cuda.current_stream().cuda_stream)
+                   stream=torch.cuda.current_stream().cuda_stream, shared_mem=plan.shared_mem)
 
 
 def sweep(shapes, heads, dims, modes, log, design: str = "api") -> tuple[int, int, list[str], list[str]]:
