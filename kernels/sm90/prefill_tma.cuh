@@ -147,16 +147,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars);
   const uint32_t empty0 = full0 + 8 * TMA_STAGES;
   const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
-  if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < TMA_STAGES; ++s) {
-      mbar_init(full0 + 8 * s, 1);        // the producer's arrive.expect_tx (+ the copy's bytes)
-      mbar_init(empty0 + 8 * s, 4 * NC);  // one arrive per consumer warp, once its wgmma has read the tile
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q (generic stores) is read by wgmma
-  __syncthreads();
+  // full: the producer's arrive.expect_tx (+ the copy's bytes); empty: one arrive per consumer warp, once its wgmma
+  // has read the tile
+  init_ring_barriers<TMA_STAGES>(full0, empty0, 1, 4 * NC, tid);
 
   const BlockSpan span = uniform_block_span<BM, TMA_TILE>(win_s, N, split, split_n);
   const int lo = span.lo, hi = span.hi, tile_begin = span.tile_begin, tile_end = span.tile_end;
@@ -279,14 +272,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
         }
 #pragma unroll
         for (int v = 0; v < V; ++v) part[v] += odd[v];
-        if constexpr (V >= 4) {
-          reduce_scatter<V / 2>(part, res, tig);
-        } else {
-          const bool up2 = tig & 2;
-          float x = up2 ? part[1] : part[0];
-          x += __shfl_xor_sync(0xffffffffu, up2 ? part[0] : part[1], 2);
-          res[0] = x + __shfl_xor_sync(0xffffffffu, x, 1);
-        }
+        quad_sums<V>(part, res, tig);
       }
 #pragma unroll
       for (int i2 = 0; i2 < VPL; ++i2) {

@@ -48,6 +48,25 @@ __host__ __device__ constexpr int ws_consumer_regs() {
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
+// The K ring's barriers, before any use: per stage a "full" barrier of `full_arrivals` (the producers) and an
+// "empty" one of `empty_arrivals` (the consumers), 8 bytes apart from full0 / empty0; thread 0 initialises them
+// and makes the init visible to the async proxy (the copy engine completes transactions on them). Then the block's
+// generic stores to shared memory so far (Q, staged by every thread) are made visible to wgmma's async proxy, and
+// the block meets.
+template <int STAGES>
+__device__ __forceinline__ void init_ring_barriers(uint32_t full0, uint32_t empty0, uint32_t full_arrivals,
+                                                   uint32_t empty_arrivals, int tid) {
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full0 + 8 * s, full_arrivals);
+      mbar_init(empty0 + 8 * s, empty_arrivals);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+}
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
@@ -164,16 +183,9 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(full_bar);
   const uint32_t empty0 = (uint32_t)__cvta_generic_to_shared(empty_bar);
   const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
-  if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < WS_STAGES; ++s) {
-      mbar_init(full0 + 8 * s, PRODUCERS);  // RS: the arrive.expect_tx; SS: each producer thread, once its copies landed
-      mbar_init(empty0 + 8 * s, 128 * NC);   // every consumer thread, once its fragments are read
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q (generic stores) is read by wgmma
-  __syncthreads();
+  // full: RS the arrive.expect_tx, SS each producer thread once its copies landed; empty: every consumer thread
+  // once its fragments are read
+  init_ring_barriers<WS_STAGES>(full0, empty0, PRODUCERS, 128 * NC, tid);
 
   const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n);
   const int lo = bs.lo, hi = bs.hi, tile_begin = bs.tile_begin, tile_end = bs.tile_end;
