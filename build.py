@@ -391,31 +391,38 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
     return result
 
 
-def build_sm90(out_dir: Path, instances: Sequence[registry.Sm90Instance] = registry.SM90_INSTANCES,
-               kernel_dir: Path | None = None, tools: CudaToolchain | None = None, source: Path = SM90_SOURCE) -> Path:
-    """Compile every sm_90a instance into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
-    its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path. ``source``:
-    the shipped kernels by default; bench/exp_sm90.py passes the experiments' source (built on request)."""
-    tools = tools or cuda_toolchain()
+def nvcc_cubin(tools: "CudaToolchain", source: Path | str, instance_macro: str, table: str, cubin: Path) -> str:
+    """Compile ``source`` for sm_90a into ``cubin`` with ``instance_macro(X)`` defined as ``table`` (the instance
+    list); returns nvcc's report (ptxas -v). nvcc splits -D values on commas, so the list travels in a one-line
+    wrapper source."""
     if shutil.which("g++") is None:  # ziglang's clang++ is no substitute: CUDA's headers reject its libc++
         raise RuntimeError("nvcc needs a host C++ compiler on PATH for its preprocessing: install g++ "
                            "(e.g. apt-get install g++)")
-    kernel_dir = kernel_dir or out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    kernel_dir.mkdir(parents=True, exist_ok=True)
-    cubin = kernel_dir / SM90_CUBIN
-    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.design})" for v in instances)
     with tempfile.TemporaryDirectory(prefix="rawindexer-sm90-") as tmp:
-        # nvcc splits -D values on commas, so the instance list travels in a one-line wrapper source.
-        wrapper = Path(tmp) / "fp8_mqa_logits_sm90_instances.cu"
-        wrapper.write_text(f"#define INSTANCES(X) {table}\n#include \"{source}\"\n")
-        tmp_cubin = Path(tmp) / SM90_CUBIN
+        wrapper = Path(tmp) / "instances.cu"
+        wrapper.write_text(f"#define {instance_macro}(X) {table}\n#include \"{source}\"\n")
+        tmp_cubin = Path(tmp) / cubin.name
         proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
                               capture_output=True, text=True)
         report = proc.stdout + proc.stderr
         if proc.returncode != 0:
             raise RuntimeError(f"nvcc failed:\n{report}")
         shutil.move(str(tmp_cubin), cubin)
+    return report
+
+
+def build_sm90(out_dir: Path, instances: Sequence[registry.Sm90Instance] = registry.SM90_INSTANCES,
+               kernel_dir: Path | None = None, tools: CudaToolchain | None = None, source: Path = SM90_SOURCE) -> Path:
+    """Compile every sm_90a instance into one cubin (into ``kernel_dir``, default ``out_dir``) and merge
+    its manifest target; the ptxas report goes into ``out_dir``. Returns the manifest's path. ``source``:
+    the shipped kernels by default; bench/exp_sm90.py passes the experiments' source (built on request)."""
+    tools = tools or cuda_toolchain()
+    kernel_dir = kernel_dir or out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kernel_dir.mkdir(parents=True, exist_ok=True)
+    cubin = kernel_dir / SM90_CUBIN
+    table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.design})" for v in instances)
+    report = nvcc_cubin(tools, source, "INSTANCES", table, cubin)
     (out_dir / "fp8_mqa_logits.sm90a.ptxas.txt").write_text(report)
     resources = parse_ptxas_report(report)
     params = cubin_kernel_params(cubin.read_bytes())
@@ -514,17 +521,7 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
     cubin = kernel_dir / spec.code_object
     report_name = Path(spec.code_object).stem + ".ptxas.txt"
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
-    with tempfile.TemporaryDirectory(prefix="rawindexer-paged-sm90-") as tmp:
-        # nvcc splits -D values on commas, so the instance list travels in a one-line wrapper source.
-        wrapper = Path(tmp) / "paged_instances.cu"
-        wrapper.write_text(f"#define {spec.instance_macro}(X) {table}\n#include \"{spec.source}\"\n")
-        tmp_cubin = Path(tmp) / cubin.name
-        proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
-                              capture_output=True, text=True)
-        report = proc.stdout + proc.stderr
-        if proc.returncode != 0:
-            raise RuntimeError(f"nvcc failed:\n{report}")
-        shutil.move(str(tmp_cubin), cubin)
+    report = nvcc_cubin(tools, spec.source, spec.instance_macro, table, cubin)
     (out_dir / report_name).write_text(report)
     resources = parse_ptxas_report(report)
     params = cubin_kernel_params(cubin.read_bytes())
