@@ -516,10 +516,13 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
     cubin = kernel_dir / spec.code_object
     report_name = Path(spec.code_object).stem + ".ptxas.txt"
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
+    # designs with their own instance macro (X(H, D) of the block sizes they are built for, e.g. decode "tma")
+    macros = "".join(f"#define {macro}(X) " + " ".join(f"X({i.heads},{i.head_dim})" for i in spec.instances_of(v))
+                     + "\n" for v, macro in (spec.variant_instance_macros or {}).items())
     with tempfile.TemporaryDirectory(prefix="rawindexer-paged-sm90-") as tmp:
         # nvcc splits -D values on commas, so the instance list travels in a one-line wrapper source.
         wrapper = Path(tmp) / "paged_instances.cu"
-        wrapper.write_text(f"#define {spec.instance_macro}(X) {table}\n#include \"{spec.source}\"\n")
+        wrapper.write_text(f"#define {spec.instance_macro}(X) {table}\n{macros}#include \"{spec.source}\"\n")
         tmp_cubin = Path(tmp) / cubin.name
         proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
                               capture_output=True, text=True)
@@ -532,19 +535,21 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
     params = cubin_kernel_params(cubin.read_bytes())
     version = f"nvcc {nvcc_release(tools.nvcc)}"
     kernels = {}
-    for inst, variant in ((i, v) for i in spec.instances for v in spec.variants):
+    for inst, variant in ((i, v) for i in spec.instances for v in spec.variants if i in spec.instances_of(v)):
         symbol = spec.symbol(inst, variant)
         # per_next_n: the cubin holds symbol_n1.._n4; the entry reports the largest resources and each one's
         by_next_n = {n: resources[spec.launch_symbol(symbol, n)] for n in range(1, pk.MAX_NEXT_N + 1)}
         layout = params[spec.launch_symbol(symbol, 1)]
-        if len(layout["args"]) != len(pk.KERNEL_ARGS) or any(
-                size != want for (_, size), (_, want) in zip(layout["args"], pk.KERNEL_ARGS)):
-            raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS")
+        want_args = spec.kernel_args(variant)
+        if len(layout["args"]) != len(want_args) or any(
+                size != want for (_, size), (_, want) in zip(layout["args"], want_args)):
+            raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS "
+                               f"(+ the design's extra arguments)")
         kernels[symbol] = {
             "params": {**inst.params, "variant": variant},
             "args": [{"name": name, "offset": off, "size": size}
-                     for (name, _), (off, size) in zip(pk.KERNEL_ARGS, layout["args"])],
-            "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": pk.SM90_THREADS,
+                     for (name, _), (off, size) in zip(want_args, layout["args"])],
+            "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": spec.threads(variant),
             "warp_size": 32,
             "resources": {k: max(r[k] for r in by_next_n.values()) for k in by_next_n[1]},
         }

@@ -25,8 +25,9 @@ GRID_CONTEXT = (4096, 32768, 131072)
 GRID_NEXT_N = (1, 2)
 GRID_HEADS = (32, 64)
 HEAD_DIM = 128
-#: the sm_90a designs (rawindexer.paged_kernels): f16 score wgmma (default, exact) and fp8 e4m3 wgmma
-VARIANTS = ("f16", "fp8")
+#: the sm_90a designs (rawindexer.paged_kernels): f16 score wgmma (default, exact), fp8 e4m3 wgmma, and tma (fp8
+#: SS wgmma fed by TMA from a producer warp; block size 64)
+VARIANTS = ("f16", "fp8", "tma")
 
 
 def read_bandwidth(torch, gib: int = 4) -> float:
