@@ -1,7 +1,7 @@
 """Measurement harness (H200): the sm_90a decode kernel's builds side by side, one subprocess per kernel
 directory (RAWINDEXER_KERNEL_DIR), DeepGEMM once per case, calc_diff of each against DeepGEMM.
 
-    python3 docs/results/paged_variants.py NAME=DIR[:mtN][:sN][:tsN][:legacy][:onewave] ... [--log FILE]
+    python3 docs/results/paged_variants.py NAME=DIR[:mtN][:sN][:tsN][:tmaonly][:legacy][:onewave] ... [--log FILE]
 
 Each NAME=DIR is a full kernel directory (manifest.json + code objects); ":mtN" sets the host heuristic's
 MIN_TILES_PER_SPLIT for that entry, ":sN" tells the host the build's ring has N stages, ":legacy" that the build
@@ -58,7 +58,8 @@ def child(dg: bool) -> None:
     from rawindexer import paged_kernels as pk
     if os.environ.get("PV_TMA_STAGES"):  # a "tma" build with another PAGED_TMA_STAGES: the host sizes shared memory
         pk.SM90_TMA_STAGES = int(os.environ["PV_TMA_STAGES"])
-    built = {v for v in VARIANTS if rawindexer.is_paged_supported(64, 128, 64) and
+    wanted = os.environ.get("PV_VARIANTS", ",".join(VARIANTS)).split(",")
+    built = {v for v in wanted if rawindexer.is_paged_supported(64, 128, 64) and
              any(i.block_size == 64 for i in pk.TARGETS["sm_90a"].instances_of(v))}
     res = {}
     for B, ctx, nn, H in CASES:
@@ -117,6 +118,8 @@ def main(argv: list[str]) -> int:
         for o in opts:  # mtN: MIN_TILES_PER_SPLIT = N; sN: the build's ring depth is N; legacy: one kernel per design
             if o in ("legacy", "onewave"):
                 extra["PV_LEGACY" if o == "legacy" else "PV_ONE_WAVE"] = "1"
+            elif o == "tmaonly":  # time only the tma design of this build
+                extra["PV_VARIANTS"] = "tma"
             elif o.startswith("ts"):  # tsN: the build's tma ring has N stages
                 extra["PV_TMA_STAGES"] = o[2:]
             else:
