@@ -132,9 +132,11 @@ TARGETS: dict[str, PagedTarget] = {
         # fp8: the e4m3 wgmma (twice the tensor rate; Hopper's fp8 accumulation keeps fewer bits)
         # tma: block size 64 only, a producer warp streaming whole cache blocks by TMA, SS-form e4m3 wgmma
         # (the fp8 design's numerics)
-        variants=("f16", "fp8", "tma"), per_next_n=True,
+        # auto (the default, no kernels of its own): tma where it is built (block size 64), else f16
+        # (dispatch/paged_sm90.py; measured, docs/PAGED.md "Call 3"; numerics, docs/NUMERICS.md)
+        variants=("auto", "f16", "fp8", "tma"), per_next_n=True,
         ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS},
-        variant_block_sizes={"tma": (SM90_TMA_BLOCK_SIZE,)},
+        variant_block_sizes={"auto": (), "tma": (SM90_TMA_BLOCK_SIZE,)},
         variant_instance_macros={"tma": "PAGED_TMA_INSTANCES"},
         variant_extra_args={"tma": (TENSOR_MAP_ARG,)},
         variant_threads={"tma": SM90_TMA_THREADS}),

@@ -31,6 +31,9 @@
 #ifndef PAGED_TMA_STAGES
 #define PAGED_TMA_STAGES 4
 #endif
+#ifndef PAGED_TMA_ROW_PIPE
+#define PAGED_TMA_ROW_PIPE 1
+#endif
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;
 constexpr int PT_THREADS = PT_CONSUMERS + WARP;  // + the producer warp
@@ -125,6 +128,11 @@ __device__ __forceinline__ void pt_wgmma_ss(float (&d)[N / 2], uint64_t da, uint
   else wgmma_ss_k32<N>(d, da, db, acc);
 }
 
+// The largest divisor of next_n that is at most `most` (rows per wgmma chunk without zero padding).
+__host__ __device__ constexpr int pt_rows_per_chunk(int next_n, int most) {
+  return most >= next_n ? next_n : (next_n % most == 0 ? most : pt_rows_per_chunk(next_n, most - 1));
+}
+
 template <int H, int D, int NN>
 __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u8* __restrict__ kv_cache,
                                                const float* __restrict__ weights, const int* __restrict__ context_lens,
@@ -133,11 +141,18 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
                                                int num_warps, int flags, const PagedCacheMap& kv_map) {
   constexpr int BS = TILE;  // one cache block per tile
   constexpr int S = PT_STAGES;
-  constexpr int RPC = NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H;
+  // DESIGN: rows per wgmma. All next_n rows in one (N = next_n x H) up to PAGED_PIPE_MAX_N, where the pipelined loop
+  // runs; with PAGED_TMA_ROW_PIPE the wider cases at H <= 64 run the rows in chunks of at most PAGED_PIPE_MAX_N
+  // columns (a divisor of next_n, no padding) through the same pipelined loop, so chunk u + 1's wgmma overlaps chunk
+  // u's head reduce at the registers of N = 64; else chunks of up to 256 columns, one at a time.
+  constexpr bool ROW_PIPE = PAGED_TMA_ROW_PIPE && PAGED_PIPELINE && NN * H > PAGED_PIPE_MAX_N && H <= PAGED_PIPE_MAX_N;
+  constexpr int RPC = ROW_PIPE ? pt_rows_per_chunk(NN, PAGED_PIPE_MAX_N / H)
+                               : (NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H);
   constexpr int CHUNKS = (NN + RPC - 1) / RPC;
   constexpr int QROWS = CHUNKS * RPC;
   constexpr int NC = RPC * H, NACC = NC / 2, KS = D / 32;
-  constexpr bool PIPE = PAGED_PIPELINE && CHUNKS == 1 && NC <= PAGED_PIPE_MAX_N;
+  constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_PIPE_MAX_N));
+  constexpr int UNITS = CHUNKS;  // pipelined units (tile, chunk) per tile
   constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
 
@@ -248,41 +263,39 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       };
 
       if constexpr (PIPE) {
-        // DESIGN: tile i + 1's wgmma runs while tile i's head reduce does (two accumulator sets).
+        // DESIGN: unit u + 1's wgmma runs while unit u's head reduce does (two accumulator sets); a unit is one
+        // (tile, row chunk), u = tile * UNITS + chunk. A tile's slot is released after its last chunk's wgmma.
         float acc0[NACC], acc1[NACC];
 #pragma unroll
         for (int k = 0; k < NACC; ++k) acc0[k] = acc1[k] = 0.0f;
-        wait_full(0);
-        issue(acc0, 0, 0);
-        for (int i = 0;; i += 2) {
-          if (i + 1 >= n_tiles) {
+        const int n_units = n_tiles * UNITS;
+        auto start = [&](float (&acc)[NACC], int u) {
+          if (u % UNITS == 0) wait_full(u / UNITS);
+          issue(acc, u / UNITS, u % UNITS);
+        };
+        auto finish = [&](float (&acc)[NACC], int u) {
+          const TileOut t = scales(u / UNITS);
+          if (u % UNITS == UNITS - 1) release(u / UNITS);
+          reduce(acc, u % UNITS, t);
+        };
+        start(acc0, 0);
+        for (int u = 0;; u += 2) {
+          if (u + 1 >= n_units) {
             wgmma_wait<0>();
-            const TileOut t = scales(i);
-            release(i);
-            reduce(acc0, 0, t);
+            finish(acc0, u);
             break;
           }
-          wait_full(i + 1);
-          issue(acc1, i + 1, 0);
+          start(acc1, u + 1);
           wgmma_wait<1>();
-          {
-            const TileOut t = scales(i);
-            release(i);
-            reduce(acc0, 0, t);
-          }
-          if (i + 2 >= n_tiles) {
+          finish(acc0, u);
+          if (u + 2 >= n_units) {
             wgmma_wait<0>();
-            const TileOut t = scales(i + 1);
-            release(i + 1);
-            reduce(acc1, 0, t);
+            finish(acc1, u + 1);
             break;
           }
-          wait_full(i + 2);
-          issue(acc0, i + 2, 0);
+          start(acc0, u + 2);
           wgmma_wait<1>();
-          const TileOut t = scales(i + 1);
-          release(i + 1);
-          reduce(acc1, 0, t);
+          finish(acc1, u + 1);
         }
       } else {
         float acc[NACC];

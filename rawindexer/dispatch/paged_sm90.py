@@ -19,6 +19,12 @@ REGISTERS_PER_SM = 65536
 #: exactly and accumulates f16 products in fp32 (prefill's "mma" class, 1e-5); "fp8" runs the e4m3 wgmma, whose
 #: accumulator is shorter than fp32 (prefill's "wg" class, 2e-3)
 LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-3, "tma": 2e-3}
+#: the default design: the first of AUTO_ORDER built for the call's (heads, head_dim, block_size). "tma" (block size
+#: 64) was faster than "f16" and "fp8" in every case of the H200 bench (docs/PAGED.md "Call 3") and reproduces
+#: DeepGEMM's logits to calc_diff ~4e-15; its numerics are fp8-wgmma class (docs/NUMERICS.md, decode)
+AUTO = "auto"
+AUTO_ORDER = ("tma", "f16")
+LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_ORDER)  # the gate of whichever "auto" picks
 #: a split gets at least this many 64-token tiles (the ring's prologue and the Q staging amortised)
 MIN_TILES_PER_SPLIT = 4
 #: resident blocks per SM we aim for before splitting further (limited by shared memory)
@@ -38,12 +44,26 @@ class PagedSm90Family(PagedGfx950Family):
 
     arch = "sm_90a"
 
+    def resolve(self, heads: int, head_dim: int, block_size: int, variant: str | None = None) -> str:
+        """The built design that runs: ``variant`` if it names one, else (None or "auto") the first of AUTO_ORDER
+        built for this shape."""
+        variant = self.variant(variant)
+        if variant != AUTO:
+            return variant
+        built = super().entry  # (super() does not reach into a generator's scope)
+        return next((v for v in AUTO_ORDER if built(heads, head_dim, block_size, v)), AUTO_ORDER[-1])
+
+    def entry(self, heads: int, head_dim: int, block_size: int, variant: str | None = None,
+              fp8_format: str = "e4m3fn") -> dict | None:
+        return super().entry(heads, head_dim, block_size, self.resolve(heads, head_dim, block_size, variant),
+                             fp8_format)
+
     def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0,
                variant: str | None = None) -> dict:
         """split_n: :func:`best_split` over the resident blocks (shared memory, registers of the next_n's kernel,
         at most MAX_BLOCKS_PER_SM per SM), never fewer than :func:`min_tiles_per_split` tiles per split at
         max_context_len."""
-        variant = self.variant(variant)
+        variant = self.resolve(p.heads, p.head_dim, p.block_size, variant)
         shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, variant)
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
@@ -64,6 +84,7 @@ class PagedSm90Family(PagedGfx950Family):
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
              num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
         self.variant(variant, p.fp8_format)  # refuses e4m3fnuz: Hopper's fp8 is e4m3fn
+        variant = self.resolve(p.heads, p.head_dim, p.block_size, variant)
         entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
         if entry is None:
             raise ValueError(f"(num_heads, head_dim, block_size): no sm_90a decode kernel for "
