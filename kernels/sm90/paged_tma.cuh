@@ -20,7 +20,9 @@
 //     as fp32 in shared memory. Per tile: wait full, read the two scales each lane needs, SS wgmma (A = the K
 //     tile by descriptor, B = Q, N = next_n x H up to 256, chunks of two rows at H = 128 and next_n > 2), wait,
 //     release the slot (one arrive per warp on its empty mbarrier), fp32 head reduce as the other designs
-//     (head_reduce_store). At N <= PAGED_PIPE_MAX_N tile t+1's wgmma is issued before tile t's reduce.
+//     (head_reduce_store). At N <= PAGED_PIPE_MAX_N tile t+1's wgmma is issued before tile t's reduce; at N = 128
+//     not (measured: the reduce's registers would halve the blocks per SM; splitting the rows instead is slower).
+//   * The sm_90a default at block size 64 ("auto", rawindexer/dispatch/paged_sm90.py).
 //   * fp8 products accumulate in the wgmma's fp8 accumulator: the "fp8" design's numerics (2e-3 * T gate).
 // Shared memory (1024-byte aligned by the kernel itself): K ring (PAGED_TMA_STAGES x 64 D, swizzled) | Q (rows x
 // H x D, swizzled) | scales (stages x 64 f32) | weights (rows x H f32) | full, empty mbarriers -- the sum
@@ -31,8 +33,11 @@
 #ifndef PAGED_TMA_STAGES
 #define PAGED_TMA_STAGES 4
 #endif
+// PAGED_TMA_ROW_PIPE 1 (experiment, off): next_n x H > 64 at H <= 64 runs one-row wgmma chunks through the
+// two-accumulator pipeline. Measured on the H200 (docs/PAGED.md "Call 3"): slower at N = 128 (64 x 131072, H 64,
+// next_n 2: 411.8 us against 376.4 us without it), the same elsewhere.
 #ifndef PAGED_TMA_ROW_PIPE
-#define PAGED_TMA_ROW_PIPE 1
+#define PAGED_TMA_ROW_PIPE 0
 #endif
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;

@@ -9,8 +9,11 @@ from rawindexer.dispatch import sm90_tensor_map
 
 
 @pytest.fixture(autouse=True)
-def fake_tensor_map_encoder(monkeypatch):
+def fake_tensor_map_encoder():
+    """Its own MonkeyPatch: a test's ``monkeypatch.undo()`` leaves it in place."""
     def encode(ptr: int, n: int, head_dim: int, block_size: int = 0) -> bytes:
         return b"".join(v.to_bytes(8, "little") for v in (ptr, n, head_dim, block_size)) + bytes(96)
 
-    monkeypatch.setattr(sm90_tensor_map, "encoder", encode)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sm90_tensor_map, "encoder", encode)
+        yield
