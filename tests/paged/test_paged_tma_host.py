@@ -113,3 +113,15 @@ def test_launch_path_writes_the_map_of_each_calls_cache(rng, monkeypatch, encode
         assert [c[0] for c in encoder if c[0] in real] == list(real)
     finally:
         paged.reset_caches()
+
+
+@needs_tma
+def test_auto_is_tma_where_built_else_the_exact_f16():
+    family = paged._family("sm_90a")
+    assert family.resolve(64, 128, 64) == family.resolve(64, 128, 64, "auto") == "tma"
+    assert family.resolve(64, 128, 16) == family.resolve(32, 64, 1) == "f16"
+    assert family.resolve(64, 128, 64, "f16") == "f16", "an explicit design stands"
+    assert family.entry(64, 128, 64)["symbol"] == "fp8_paged_mqa_logits_sm90_h64_d128_bs64_tma"
+    assert family.is_supported(64, 128, 16) and family.is_supported(64, 128, 64)
+    with pytest.raises(ValueError, match="^variant: "):
+        family.resolve(64, 128, 64, "bf16")
