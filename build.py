@@ -391,16 +391,16 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
     return result
 
 
-def nvcc_cubin(tools: "CudaToolchain", source: Path | str, instance_macro: str, table: str, cubin: Path) -> str:
-    """Compile ``source`` for sm_90a into ``cubin`` with ``instance_macro(X)`` defined as ``table`` (the instance
-    list); returns nvcc's report (ptxas -v). nvcc splits -D values on commas, so the list travels in a one-line
-    wrapper source."""
+def nvcc_cubin(tools: "CudaToolchain", source: Path | str, macros: dict[str, str], cubin: Path) -> str:
+    """Compile ``source`` for sm_90a into ``cubin`` with each ``name(X)`` of ``macros`` defined as its instance list;
+    returns nvcc's report (ptxas -v). nvcc splits -D values on commas, so the lists travel in a wrapper source."""
     if shutil.which("g++") is None:  # ziglang's clang++ is no substitute: CUDA's headers reject its libc++
         raise RuntimeError("nvcc needs a host C++ compiler on PATH for its preprocessing: install g++ "
                            "(e.g. apt-get install g++)")
     with tempfile.TemporaryDirectory(prefix="rawindexer-sm90-") as tmp:
         wrapper = Path(tmp) / "instances.cu"
-        wrapper.write_text(f"#define {instance_macro}(X) {table}\n#include \"{source}\"\n")
+        defines = "".join(f"#define {name}(X) {table}\n" for name, table in macros.items())
+        wrapper.write_text(f"{defines}#include \"{source}\"\n")
         tmp_cubin = Path(tmp) / cubin.name
         proc = subprocess.run([tools.nvcc, *tools.extra_flags, *SM90_FLAGS, "-o", str(tmp_cubin), str(wrapper)],
                               capture_output=True, text=True)
@@ -422,7 +422,7 @@ def build_sm90(out_dir: Path, instances: Sequence[registry.Sm90Instance] = regis
     kernel_dir.mkdir(parents=True, exist_ok=True)
     cubin = kernel_dir / SM90_CUBIN
     table = " ".join(f"X({v.heads},{v.head_dim},{v.block_m},{v.design})" for v in instances)
-    report = nvcc_cubin(tools, source, "INSTANCES", table, cubin)
+    report = nvcc_cubin(tools, source, {"INSTANCES": table}, cubin)
     (out_dir / "fp8_mqa_logits.sm90a.ptxas.txt").write_text(report)
     resources = parse_ptxas_report(report)
     params = cubin_kernel_params(cubin.read_bytes())
@@ -521,25 +521,31 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
     cubin = kernel_dir / spec.code_object
     report_name = Path(spec.code_object).stem + ".ptxas.txt"
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
-    report = nvcc_cubin(tools, spec.source, spec.instance_macro, table, cubin)
+    # designs with their own instance macro (X(H, D) of the block sizes they are built for, e.g. decode "tma")
+    macros = {spec.instance_macro: table}
+    macros.update({macro: " ".join(f"X({i.heads},{i.head_dim})" for i in spec.instances_of(v))
+                   for v, macro in (spec.variant_instance_macros or {}).items()})
+    report = nvcc_cubin(tools, spec.source, macros, cubin)
     (out_dir / report_name).write_text(report)
     resources = parse_ptxas_report(report)
     params = cubin_kernel_params(cubin.read_bytes())
     version = f"nvcc {nvcc_release(tools.nvcc)}"
     kernels = {}
-    for inst, variant in ((i, v) for i in spec.instances for v in spec.variants):
+    for inst, variant in ((i, v) for i in spec.instances for v in spec.variants if i in spec.instances_of(v)):
         symbol = spec.symbol(inst, variant)
         # per_next_n: the cubin holds symbol_n1.._n4; the entry reports the largest resources and each one's
         by_next_n = {n: resources[spec.launch_symbol(symbol, n)] for n in range(1, pk.MAX_NEXT_N + 1)}
         layout = params[spec.launch_symbol(symbol, 1)]
-        if len(layout["args"]) != len(pk.KERNEL_ARGS) or any(
-                size != want for (_, size), (_, want) in zip(layout["args"], pk.KERNEL_ARGS)):
-            raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS")
+        want_args = spec.kernel_args(variant)
+        if len(layout["args"]) != len(want_args) or any(
+                size != want for (_, size), (_, want) in zip(layout["args"], want_args)):
+            raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS "
+                               f"(+ the design's extra arguments)")
         kernels[symbol] = {
             "params": {**inst.params, "variant": variant},
             "args": [{"name": name, "offset": off, "size": size}
-                     for (name, _), (off, size) in zip(pk.KERNEL_ARGS, layout["args"])],
-            "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": pk.SM90_THREADS,
+                     for (name, _), (off, size) in zip(want_args, layout["args"])],
+            "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": spec.threads(variant),
             "warp_size": 32,
             "resources": {k: max(r[k] for r in by_next_n.values()) for k in by_next_n[1]},
         }

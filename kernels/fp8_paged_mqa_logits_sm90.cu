@@ -41,6 +41,9 @@
 //   work is 2 N D flops per 132-byte token at the f16 rate: at N = 128 that exceeds what the H200's read
 //   bandwidth delivers (docs/PAGED.md "tensor-core crossover").
 //
+// * A third design, "tma" (block size 64), in kernels/sm90/paged_tma.cuh: a producer warp feeding the ring by TMA
+//   tensor copies through a CUtensorMap of the cache (one extra kernel parameter), SS-form fp8 wgmma.
+//
 // Template parameters: H (32, 64, 128), D (64, 128), BS (1, 16, 64), PREC (8, 16), NN (next_n). Symbols:
 // fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs{BS}_{fp8|f16}_n{next_n}; build.py takes the list from
 // rawindexer/paged_kernels.py (one manifest entry per design, its per-next_n resources beside).
@@ -466,3 +469,10 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
 #define PAGED_INSTANCES(X) X(64, 128, 64)
 #endif
 PAGED_INSTANCES(INSTANTIATE_PAGED)
+
+// Design "tma" (block size 64 only): kernels/sm90/paged_tma.cuh. X(H, D) per instance.
+#include "sm90/paged_tma.cuh"
+#ifndef PAGED_TMA_INSTANCES
+#define PAGED_TMA_INSTANCES(X) X(64, 128)
+#endif
+PAGED_TMA_INSTANCES(INSTANTIATE_PAGED_TMA)

@@ -25,8 +25,9 @@ GRID_CONTEXT = (4096, 32768, 131072)
 GRID_NEXT_N = (1, 2)
 GRID_HEADS = (32, 64)
 HEAD_DIM = 128
-#: the sm_90a designs (rawindexer.paged_kernels): f16 score wgmma (default, exact) and fp8 e4m3 wgmma
-VARIANTS = ("f16", "fp8")
+#: the sm_90a designs (rawindexer.paged_kernels): f16 score wgmma (default, exact), fp8 e4m3 wgmma, and tma (fp8
+#: SS wgmma fed by TMA from a producer warp; block size 64)
+VARIANTS = ("f16", "fp8", "tma")
 
 
 def read_bandwidth(torch, gib: int = 4) -> float:
@@ -154,7 +155,8 @@ def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str
     return result
 
 
-def run(quick: bool, block_size: int, log: Path | None) -> int:
+def run(quick: bool, block_size: int, log: Path | None, variants: tuple[str, ...] = VARIANTS,
+        batches: tuple[int, ...] = GRID_B) -> int:
     import torch
 
     import rawindexer
@@ -166,7 +168,7 @@ def run(quick: bool, block_size: int, log: Path | None) -> int:
              "| B | context | next_n | H | design | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
-    shapes = [(b, c) for b in GRID_B for c in GRID_CONTEXT]
+    shapes = [(b, c) for b in batches for c in GRID_CONTEXT]
     if quick:
         shapes = [(b, c) for (b, c) in shapes if b in (1, 64) and c != 131072]
     dg_note_printed = False
@@ -191,7 +193,7 @@ def run(quick: bool, block_size: int, log: Path | None) -> int:
                 else:
                     t_dg = graph_time(torch, dg)
                     ref = dg().float()
-                for variant in VARIANTS:
+                for variant in variants:
                     ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
                         q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=variant)
                     t_ours = graph_time(torch, ours)
@@ -222,9 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="B in {1, 64}, context < 131072, H = 64")
     parser.add_argument("--block-size", type=int, default=64, choices=(1, 16, 64))
     parser.add_argument("--log", type=Path)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"designs timed, default {','.join(VARIANTS)}")
+    parser.add_argument("--batches", default=",".join(map(str, GRID_B)), help="B values, in the order run")
     args = parser.parse_args(argv)
     t0 = time.time()
-    rc = run(args.quick, args.block_size, args.log)
+    rc = run(args.quick, args.block_size, args.log, tuple(args.variants.split(",")),
+             tuple(int(b) for b in args.batches.split(",")))
     print(f"# {time.time() - t0:.0f} s", file=sys.stderr)
     return rc
 

@@ -528,10 +528,11 @@ class PreparedOp:
         tensor_map = (template.config or {}).get("k_tensor_map")
         if tensor_map is None:
             go = bind(template.kernargs, template.pointer_offsets, spans_of)
-        else:  # K's tensor map is in the kernargs (sm_90a "tmas"): one bound launch per K pointer
+        else:  # K's tensor map is in the kernargs (sm_90a "tmas", decode "tma"): one bound launch per K pointer
             from .dispatch.sm90_tensor_map import PerKPointerLaunch
             go = PerKPointerLaunch(lambda kernargs: bind(kernargs, template.pointer_offsets, spans_of),
-                                   template.kernargs, tensor_map["slot"], tensor_map["n"], tensor_map["head_dim"])
+                                   template.kernargs, tensor_map["slot"], tensor_map["n"], tensor_map["head_dim"],
+                                   tensor_map.get("block_size", 0))
         prepared = _Prepared(template, go)
         with self._lock:
             shape.prepared[alignment] = prepared

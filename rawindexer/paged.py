@@ -126,7 +126,7 @@ def validate_paged(q: Operand, kv_cache: Operand, weights: Operand, context_lens
                   "uint8 bytes)")
     out_row_stride = out.strides[0] if out is not None and rows > 1 else max_context_len
     problem = PagedProblem(B, next_n, H, D, block_size, max_context_len, block_table.shape[1], out_row_stride,
-                           bool(clean_logits), len(context_lens.shape) == 2, fmt)
+                           bool(clean_logits), len(context_lens.shape) == 2, fmt, num_blocks)
     return problem, num_blocks
 
 
@@ -271,7 +271,7 @@ class PagedIndexer(PreparedOp):
             raise ValidationError(f"out_row_stride: expected >= max_context_len={width}, got {out_row_stride}")
         p = PagedProblem(ints["batch"], ints["next_n"], self.num_heads, self.head_dim, ints["block_size"], width,
                          ints["max_blocks"], out_row_stride, as_bool("clean_logits", clean),
-                         as_bool("context_lens_2d", two_d), self.fp8_format or "e4m3fn")
+                         as_bool("context_lens_2d", two_d), self.fp8_format or "e4m3fn", ints["num_blocks"])
         device = self._raw_device(ints["device_id"])
         self._check_supported(device, p)
         device.family.variant(self.tunables.variant, p.fp8_format)

@@ -67,6 +67,25 @@ class PagedTarget:
     #: one kernel per next_n in the code object (symbol + f"_n{next_n}"), each with its own register
     #: allocation; the manifest keeps one entry per symbol, with per-next_n resources
     per_next_n: bool = False
+    #: variant -> the block sizes it is built for (absent: every instance's)
+    variant_block_sizes: dict | None = None
+    #: variant -> the macro X(H, D) its instances expand (absent: instance_macro, X(H, D, BS))
+    variant_instance_macros: dict | None = None
+    #: variant -> kernel arguments after KERNEL_ARGS, (name, bytes) (absent: none)
+    variant_extra_args: dict | None = None
+    #: variant -> threads per block (absent: SM90_THREADS)
+    variant_threads: dict | None = None
+
+    def instances_of(self, variant: str) -> tuple[PagedInstance, ...]:
+        """The instances ``variant`` is built for."""
+        sizes = (self.variant_block_sizes or {}).get(variant)
+        return self.instances if sizes is None else tuple(i for i in self.instances if i.block_size in sizes)
+
+    def kernel_args(self, variant: str) -> list[tuple[str, int]]:
+        return KERNEL_ARGS + list((self.variant_extra_args or {}).get(variant, ()))
+
+    def threads(self, variant: str) -> int:
+        return (self.variant_threads or {}).get(variant, SM90_THREADS)
 
     def symbol(self, inst: PagedInstance, variant: str = "") -> str:
         base = f"{self.symbol_prefix}_h{inst.heads}_d{inst.head_dim}_bs{inst.block_size}"
@@ -86,6 +105,13 @@ SM90_STAGES = 4
 SM90_TILE = 64
 SM90_THREADS = 128
 SM90_K_PAD = 16  # bytes of padding per key row of the ring
+#: design "tma" (kernels/sm90/paged_tma.cuh): PAGED_TMA_STAGES, one consumer warpgroup + one producer warp, the
+#: kernel aligns its shared memory to 1024 bytes itself, the cache's tensor map is one extra 128-byte argument
+SM90_TMA_STAGES = 4
+SM90_TMA_THREADS = 160
+SM90_TMA_ALIGN = 1024
+SM90_TMA_BLOCK_SIZE = 64
+TENSOR_MAP_ARG = ("kv_map", 128)
 
 ALL_INSTANCES = tuple(PagedInstance(h, d, bs) for h in HEADS for d in HEAD_DIMS for bs in BLOCK_SIZES)
 
@@ -104,8 +130,16 @@ TARGETS: dict[str, PagedTarget] = {
         code_object=f"{OP}.sm90a.cubin", instances=ALL_INSTANCES, symbol_prefix=f"{OP}_sm90",
         # f16: the score wgmma on exactly converted fp8 values (fp32-accurate accumulation: the 1e-5 gate);
         # fp8: the e4m3 wgmma (twice the tensor rate; Hopper's fp8 accumulation keeps fewer bits)
-        variants=("f16", "fp8"), per_next_n=True,
-        ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS}),
+        # tma: block size 64 only, a producer warp streaming whole cache blocks by TMA, SS-form e4m3 wgmma
+        # (the fp8 design's numerics)
+        # auto (the default, no kernels of its own): tma where it is built (block size 64), else f16
+        # (dispatch/paged_sm90.py; measured, docs/PAGED.md "Call 3"; numerics, docs/NUMERICS.md)
+        variants=("auto", "f16", "fp8", "tma"), per_next_n=True,
+        ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS},
+        variant_block_sizes={"auto": (), "tma": (SM90_TMA_BLOCK_SIZE,)},
+        variant_instance_macros={"tma": "PAGED_TMA_INSTANCES"},
+        variant_extra_args={"tma": (TENSOR_MAP_ARG,)},
+        variant_threads={"tma": SM90_TMA_THREADS}),
 }
 
 
@@ -126,7 +160,11 @@ def sm90_q_rows(heads: int, next_n: int) -> int:
 
 
 def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, variant: str = "f16") -> int:
-    """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (fp8 or f16) and weights."""
+    """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (fp8 or f16) and weights ("tma": the
+    swizzled key ring, Q, scales, weights, 2 mbarriers per stage and the alignment slack)."""
     q_bytes = 2 if variant == "f16" else 1
     rows = sm90_q_rows(heads, next_n)
+    if variant == "tma":
+        return (SM90_TMA_STAGES * SM90_TILE * (head_dim + SCALE_BYTES) + rows * heads * (head_dim + 4)
+                + 16 * SM90_TMA_STAGES + SM90_TMA_ALIGN)
     return TARGETS["sm_90a"].ring_bytes[head_dim] + rows * heads * head_dim * q_bytes + rows * heads * 4

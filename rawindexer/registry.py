@@ -221,7 +221,7 @@ DESIGNS: dict[str, dict[str, dict[str, Design]]] = {
 #: op -> target -> the instances the build ships (experiments excluded)
 INSTANCES: dict[str, dict[str, tuple]] = {
     PREFILL: {GFX950: GFX950_INSTANCES, GFX942: GFX942_INSTANCES, SM90: SM90_INSTANCES},
-    PAGED: {t.arch: tuple((inst, v) for inst in t.instances for v in t.variants)
+    PAGED: {t.arch: tuple((inst, v) for inst in t.instances for v in t.variants if inst in t.instances_of(v))
             for t in paged_kernels.TARGETS.values()},
 }
 OPS = tuple(DESIGNS)

@@ -1,7 +1,7 @@
 """Measurement harness (H200): the sm_90a decode kernel's builds side by side, one subprocess per kernel
 directory (RAWINDEXER_KERNEL_DIR), DeepGEMM once per case, calc_diff of each against DeepGEMM.
 
-    python3 docs/results/paged_variants.py NAME=DIR[:mtN][:sN][:legacy][:onewave] ... [--cases small|all] [--log FILE]
+    python3 docs/results/paged_variants.py NAME=DIR[:mtN][:sN][:tsN][:tmaonly][:legacy][:onewave] ... [--log FILE]
 
 Each NAME=DIR is a full kernel directory (manifest.json + code objects); ":mtN" sets the host heuristic's
 MIN_TILES_PER_SPLIT for that entry, ":sN" tells the host the build's ring has N stages, ":legacy" that the build
@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 
+#: the designs timed where the build has them ("tma": block size 64, kernels/sm90/paged_tma.cuh)
+VARIANTS = ("f16", "fp8", "tma")
 CASES = [  # (B, context, next_n, H)
     (64, 131072, 1, 32), (64, 131072, 1, 64), (64, 131072, 2, 32), (64, 131072, 2, 64),
     (64, 32768, 1, 64), (64, 32768, 2, 64), (256, 32768, 1, 32), (256, 32768, 2, 64),
@@ -53,6 +55,12 @@ def child(dg: bool) -> None:
         pk.SM90_STAGES = stages
         pk.TARGETS["sm_90a"] = dataclasses.replace(pk.TARGETS["sm_90a"], ring_bytes={
             d: stages * pk.SM90_TILE * (d + pk.SM90_K_PAD + pk.SCALE_BYTES) for d in pk.HEAD_DIMS})
+    from rawindexer import paged_kernels as pk
+    if os.environ.get("PV_TMA_STAGES"):  # a "tma" build with another PAGED_TMA_STAGES: the host sizes shared memory
+        pk.SM90_TMA_STAGES = int(os.environ["PV_TMA_STAGES"])
+    wanted = os.environ.get("PV_VARIANTS", ",".join(VARIANTS)).split(",")
+    built = {v for v in wanted if rawindexer.is_paged_supported(64, 128, 64) and
+             any(i.block_size == 64 for i in pk.TARGETS["sm_90a"].instances_of(v))}
     res = {}
     for B, ctx, nn, H in CASES:
         torch.manual_seed(B * 7 + ctx + nn * 3 + H)
@@ -70,7 +78,9 @@ def child(dg: bool) -> None:
             ref_path = f"/tmp/pv_ref_{key.replace(',', '_')}.pt"
             ref = torch.load(ref_path).cuda() if os.path.exists(ref_path) else None
             valid = torch.arange(ctx, device="cuda")[None, :] < l2.reshape(-1, 1)
-            for v in ("f16", "fp8"):
+            for v in VARIANTS:
+                if v not in built:
+                    continue
                 f = lambda: rawindexer.fp8_paged_mqa_logits(q.view(torch.uint8), kv, w, l1, table, ctx,  # noqa: E731
                                                             out=out, variant=v)
                 out.fill_(float("nan"))
@@ -108,18 +118,22 @@ def main(argv: list[str]) -> int:
         for o in opts:  # mtN: MIN_TILES_PER_SPLIT = N; sN: the build's ring depth is N; legacy: one kernel per design
             if o in ("legacy", "onewave"):
                 extra["PV_LEGACY" if o == "legacy" else "PV_ONE_WAVE"] = "1"
+            elif o == "tmaonly":  # time only the tma design of this build
+                extra["PV_VARIANTS"] = "tma"
+            elif o.startswith("ts"):  # tsN: the build's tma ring has N stages
+                extra["PV_TMA_STAGES"] = o[2:]
             else:
                 extra["PV_MIN_TILES" if o.startswith("mt") else "PV_STAGES"] = o.lstrip("mts")
         results[name] = run(extra, "ours")
     names = [e.split("=", 1)[0] for e in entries]
-    head = "| B | ctx | nn | H | DG us | " + " | ".join(f"{n} f16 | {n} fp8" for n in names) + " |"
-    lines = [head, "|" + "---|" * (5 + 2 * len(names))]
+    head = "| B | ctx | nn | H | DG us | " + " | ".join(f"{n} {v}" for n in names for v in VARIANTS) + " |"
+    lines = [head, "|" + "---|" * (5 + len(VARIANTS) * len(names))]
     for B, ctx, nn, H in CASES:
         key = f"{B},{ctx},{nn},{H}"
         dg = results["DG"].get(key, {}).get("dg", float("nan"))
         cells = []
         for n in names:
-            for v in ("f16", "fp8"):
+            for v in VARIANTS:
                 t, diff, ok = results[n].get(key, {}).get(v, (float("nan"), float("nan"), False))
                 flag = "" if ok and (diff != diff or diff < 1e-3) else " BAD"
                 cells.append(f"{t:.1f} ({t / dg:.2f}){flag}")

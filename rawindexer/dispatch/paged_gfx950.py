@@ -38,6 +38,8 @@ class PagedProblem:
     context_lens_2d: bool
     #: format of q's and the cache's fp8 bytes ("e4m3fn" or "e4m3fnuz")
     fp8_format: str = "e4m3fn"
+    #: kv_cache's first dimension (the sm_90a "tma" design's tensor map bounds the cache by it; 0: not known)
+    num_blocks: int = 0
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import paged_kernels as pk
+from . import sm90_tensor_map
 from .base import LaunchPlan, LaunchTemplate, pack_kernargs
 from .paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem, best_split
 
@@ -17,7 +18,13 @@ REGISTERS_PER_SM = 65536
 #: Per-logit gate of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md): "f16" converts the fp8 keys
 #: exactly and accumulates f16 products in fp32 (prefill's "mma" class, 1e-5); "fp8" runs the e4m3 wgmma, whose
 #: accumulator is shorter than fp32 (prefill's "wg" class, 2e-3)
-LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-3}
+LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-3, "tma": 2e-3}
+#: the default design: the first of AUTO_ORDER built for the call's (heads, head_dim, block_size). "tma" (block size
+#: 64) was faster than "f16" and "fp8" in every case of the H200 bench (docs/PAGED.md "Call 3") and reproduces
+#: DeepGEMM's logits to calc_diff ~4e-15; its numerics are fp8-wgmma class (docs/NUMERICS.md, decode)
+AUTO = "auto"
+AUTO_ORDER = ("tma", "f16")
+LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_ORDER)  # the gate of whichever "auto" picks
 #: a split gets at least this many 64-token tiles (the ring's prologue and the Q staging amortised)
 MIN_TILES_PER_SPLIT = 4
 #: resident blocks per SM we aim for before splitting further (limited by shared memory)
@@ -37,31 +44,47 @@ class PagedSm90Family(PagedGfx950Family):
 
     arch = "sm_90a"
 
+    def resolve(self, heads: int, head_dim: int, block_size: int, variant: str | None = None) -> str:
+        """The built design that runs: ``variant`` if it names one, else (None or "auto") the first of AUTO_ORDER
+        built for this shape."""
+        variant = self.variant(variant)
+        if variant != AUTO:
+            return variant
+        built = super().entry  # (super() does not reach into a generator's scope)
+        return next((v for v in AUTO_ORDER if built(heads, head_dim, block_size, v)), AUTO_ORDER[-1])
+
+    def entry(self, heads: int, head_dim: int, block_size: int, variant: str | None = None,
+              fp8_format: str = "e4m3fn") -> dict | None:
+        return super().entry(heads, head_dim, block_size, self.resolve(heads, head_dim, block_size, variant),
+                             fp8_format)
+
     def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0,
                variant: str | None = None) -> dict:
         """split_n: :func:`best_split` over the resident blocks (shared memory, registers of the next_n's kernel,
         at most MAX_BLOCKS_PER_SM per SM), never fewer than :func:`min_tiles_per_split` tiles per split at
         max_context_len."""
-        variant = self.variant(variant)
+        variant = self.resolve(p.heads, p.head_dim, p.block_size, variant)
         shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, variant)
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
+        threads = pk.TARGETS[self.arch].threads(variant)
         if not split_n:
             entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
             regs = 128
             if entry:
                 res = entry.get("resources_by_next_n", {}).get(str(p.next_n), entry["resources"])
                 regs = res["registers"]
-            by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * pk.SM90_THREADS)
+            by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * threads)
             per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
             tiles = -(-p.max_context_len // pk.SM90_TILE)
             slots = per_sm * compute_units
             split_n = best_split(p.batch, tiles, slots, min_tiles_per_split(p.batch, tiles, slots))
-        return {"num_warps": 4, "split_n": split_n, "lds": shared, "variant": variant}
+        return {"num_warps": 4, "split_n": split_n, "lds": shared, "variant": variant, "threads": threads}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
              num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
         self.variant(variant, p.fp8_format)  # refuses e4m3fnuz: Hopper's fp8 is e4m3fn
+        variant = self.resolve(p.heads, p.head_dim, p.block_size, variant)
         entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
         if entry is None:
             raise ValueError(f"(num_heads, head_dim, block_size): no sm_90a decode kernel for "
@@ -77,10 +100,20 @@ class PagedSm90Family(PagedGfx950Family):
             "split_n": cfg["split_n"], "num_warps": 4, "flags": flags,
         }
         cfg["entry"] = entry["symbol"]
+        map_slot = sm90_tensor_map.k_map_slot(entry["args"], pk.TENSOR_MAP_ARG[0])
+        if map_slot is None:
+            kernargs = pack_kernargs(entry["args"], values, entry["kernarg_size"])
+        else:  # "tma": the cache's tensor map, encoded for ptrs.kv_cache; launch_path re-encodes per cache pointer
+            if p.num_blocks <= 0:
+                raise ValueError(f"kv_cache: the tma design needs the cache's num_blocks, got {p.num_blocks}")
+            kernargs = pack_kernargs([a for a in entry["args"] if a is not map_slot], values, entry["kernarg_size"])
+            kernargs = sm90_tensor_map.pack_tensor_map_kernargs(kernargs, map_slot, ptrs.kv_cache, p.num_blocks,
+                                                                p.head_dim, p.block_size)
+            cfg["k_tensor_map"] = {"slot": dict(map_slot), "n": p.num_blocks, "head_dim": p.head_dim,
+                                   "block_size": p.block_size}
         return LaunchPlan(symbol=pk.TARGETS[self.arch].launch_symbol(entry["symbol"], p.next_n),
-                          grid=(p.batch, cfg["split_n"], 1), block=(pk.SM90_THREADS, 1, 1),
-                          kernargs=pack_kernargs(entry["args"], values, entry["kernarg_size"]),
-                          shared_mem=cfg["lds"], config=cfg)
+                          grid=(p.batch, cfg["split_n"], 1), block=(cfg["threads"], 1, 1),
+                          kernargs=kernargs, shared_mem=cfg["lds"], config=cfg)
 
     def template(self, plan: LaunchPlan) -> LaunchTemplate:
         """The manifest has one entry per design (``plan.config["entry"]``); the plan launches that design's

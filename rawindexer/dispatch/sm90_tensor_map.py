@@ -1,5 +1,8 @@
-"""K's TMA tensor map for the sm_90a designs that read K through the bulk tensor copy engine ("tmas", "tma";
-kernels/sm90/prefill_tma.cuh, docs/PERFORMANCE.md v8).
+"""The TMA tensor map of the keys for the sm_90a designs that read them through the bulk tensor copy engine: prefill's
+"tmas", "tma" (kernels/sm90/prefill_tma.cuh, docs/PERFORMANCE.md v8; K as uint8 [N, D]) and decode's "tma"
+(kernels/sm90/paged_tma.cuh, docs/PAGED.md; the fused paged cache, uint8 [num_blocks, block_size * (D + 4)]).
+One mechanism for both: a map keyed by (key pointer, N or num_blocks, D, block_size), block_size 0 meaning prefill's
+2-D map of K rows.
 
 Those kernels take the common argument list plus one ``const __grid_constant__`` CUtensorMap of K (128 opaque
 bytes; the cubin gives its slot, ``k_map``: offset 112 at sm_90a, where the parameter bank address is 64-byte
@@ -11,7 +14,9 @@ aligned). The map holds K's address, so a plan's kernargs are only right for the
   pointer (the map re-encoded only when the K pointer changes; a serving loop over one K buffer encodes once).
 
 Encoding is ``cuTensorMapEncodeTiled`` (driver API, host-only, no device work) through cuda-bindings, cached by
-(K pointer, N, D); :data:`encoder` can be replaced (tests use a fake driver without it).
+(K pointer, N, D[, block_size]); :data:`encoder` can be replaced (tests use a fake driver without it); it is called
+``encoder(k_ptr, n, head_dim)`` for prefill's map and ``encoder(k_ptr, num_blocks, head_dim, block_size)`` for the
+paged cache's.
 """
 from __future__ import annotations
 
@@ -27,8 +32,11 @@ TMA_SMEM_ALIGN = 1024
 #: the kernel argument that holds the map, and its size
 K_MAP_ARG = "k_map"
 K_MAP_BYTES = 128
-#: K's index in a call's pointer tuple (Pointers order: q, k, kv_scale, weights, ks, ke, out)
+#: K's index in a call's pointer tuple (Pointers order: q, k, kv_scale, weights, ks, ke, out; the paged op's
+#: PagedPointers order q, kv_cache, weights, context_lens, block_table, out has the cache at the same index)
 K_POINTER_INDEX = 1
+#: bytes of a token's float32 scale after its key bytes in the paged cache (paged_kernels.SCALE_BYTES)
+PAGED_SCALE_BYTES = 4
 #: distinct K pointers one prepared launch keeps bound before it starts over
 MAX_BOUND_K_POINTERS = 64
 
@@ -41,10 +49,23 @@ def shared_mem(block_m: int, heads: int, head_dim: int, consumers: int) -> int:
             + 2 * TMA_STAGES * 8 + TMA_SMEM_ALIGN)
 
 
+def map_geometry(n: int, head_dim: int, block_size: int = 0) -> tuple[list[int], list[int], list[int]]:
+    """(dims, byte strides of dims 1.., box) of the uint8 map, innermost first. block_size 0: prefill's K [n, D],
+    box {D, TMA_TILE}. block_size > 0: the paged cache of ``n`` blocks of ``block_size * (D + 4)`` bytes, its key
+    bytes [block_size, D] first: dims {D, block_size, n}, strides {D, block_size * (D + 4)}, box {D, block_size, 1}
+    (one whole block; block_size must be TMA_TILE = the kernel's tile)."""
+    if not block_size:
+        return [head_dim, n], [head_dim], [head_dim, TMA_TILE]
+    if block_size != TMA_TILE:
+        raise ValueError(f"block_size: the paged TMA map takes whole {TMA_TILE}-token blocks, got {block_size}")
+    return ([head_dim, block_size, n], [head_dim, block_size * (head_dim + PAGED_SCALE_BYTES)],
+            [head_dim, block_size, 1])
+
+
 @lru_cache(maxsize=256)
-def encode_with_cuda_bindings(k_ptr: int, n: int, head_dim: int) -> bytes:
-    """The 128 bytes of a CUtensorMap over K (uint8 [N, head_dim], rows contiguous): box {head_dim, TMA_TILE
-    tokens}, 128-byte swizzle at head_dim 128 (64-byte at 64), zeros past N, L2 promotion 256 B."""
+def encode_with_cuda_bindings(k_ptr: int, n: int, head_dim: int, block_size: int = 0) -> bytes:
+    """The 128 bytes of a CUtensorMap over the keys (:func:`map_geometry`), 128-byte swizzle at head_dim 128
+    (64-byte at 64), zeros outside the tensor, L2 promotion 256 B."""
     import ctypes
 
     from cuda.bindings import driver as cu
@@ -52,41 +73,46 @@ def encode_with_cuda_bindings(k_ptr: int, n: int, head_dim: int) -> bytes:
     swizzle = {128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
                64: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B}[head_dim]
     u64, u32 = cu.cuuint64_t, cu.cuuint32_t
+    dims, strides, box = map_geometry(n, head_dim, block_size)
     err, tmap = cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, k_ptr, [u64(head_dim), u64(n)], [u64(head_dim)],
-        [u32(head_dim), u32(TMA_TILE)], [u32(1), u32(1)], cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, len(dims), k_ptr, [u64(d) for d in dims],
+        [u64(s) for s in strides], [u32(b) for b in box], [u32(1)] * len(dims),
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         swizzle, cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled(k=0x{k_ptr:x}, N={n}, head_dim={head_dim}) failed: {err}")
+        raise RuntimeError(f"cuTensorMapEncodeTiled(k=0x{k_ptr:x}, n={n}, head_dim={head_dim}, "
+                           f"block_size={block_size}) failed: {err}")
     return ctypes.string_at(tmap.getPtr(), K_MAP_BYTES)
 
 
-#: (k_ptr, n, head_dim) -> the map's 128 bytes; replaceable (tests)
-encoder: Callable[[int, int, int], bytes] = encode_with_cuda_bindings
+#: (k_ptr, n, head_dim[, block_size]) -> the map's 128 bytes; replaceable (tests)
+encoder: Callable[..., bytes] = encode_with_cuda_bindings
 
 
-def k_map_slot(args: list[dict]) -> dict | None:
-    """The manifest's ``k_map`` argument of a kernel, None for kernels without one."""
-    return next((a for a in args if a["name"] == K_MAP_ARG), None)
+def k_map_slot(args: list[dict], name: str = K_MAP_ARG) -> dict | None:
+    """The manifest's tensor-map argument ``name`` of a kernel (prefill: ``k_map``, decode: ``kv_map``), None for
+    kernels without one."""
+    return next((a for a in args if a["name"] == name), None)
 
 
-def encode(k_ptr: int, n: int, head_dim: int) -> bytes:
+def encode(k_ptr: int, n: int, head_dim: int, block_size: int = 0) -> bytes:
     if k_ptr % 16 or head_dim not in (64, 128):
         raise ValueError(f"k: the TMA designs need K 16-byte aligned and head_dim 64 or 128, got "
                          f"k % 16 = {k_ptr % 16}, head_dim = {head_dim}")
-    data = encoder(k_ptr, n, head_dim)
+    data = encoder(k_ptr, n, head_dim, block_size) if block_size else encoder(k_ptr, n, head_dim)
     if len(data) != K_MAP_BYTES:
         raise RuntimeError(f"tensor map encoder returned {len(data)} bytes, expected {K_MAP_BYTES}")
     return data
 
 
-def pack_tensor_map_kernargs(kernargs: bytes, slot: dict, k_ptr: int, n: int, head_dim: int) -> bytes:
-    """``kernargs`` (packed without the map) with the map of K at ``k_ptr`` written into ``slot``."""
+def pack_tensor_map_kernargs(kernargs: bytes, slot: dict, k_ptr: int, n: int, head_dim: int,
+                             block_size: int = 0) -> bytes:
+    """``kernargs`` (packed without the map) with the map of the keys at ``k_ptr`` written into ``slot``."""
     if slot["size"] != K_MAP_BYTES or slot["offset"] + K_MAP_BYTES > len(kernargs):
         raise RuntimeError(f"k_map slot {slot} does not fit a {K_MAP_BYTES}-byte map in {len(kernargs)} bytes")
     buf = bytearray(kernargs)
-    buf[slot["offset"]:slot["offset"] + K_MAP_BYTES] = encode(k_ptr, n, head_dim)
+    buf[slot["offset"]:slot["offset"] + K_MAP_BYTES] = encode(k_ptr, n, head_dim, block_size)
     return bytes(buf)
 
 
@@ -94,12 +120,12 @@ class PerKPointerLaunch:
     """The prepared launch ``go(stream, *pointers)`` of a template whose kernargs hold K's tensor map: one launch
     bound by ``bind(kernargs)`` per distinct K pointer, each with the map of that pointer in its kernargs."""
 
-    __slots__ = ("_bind", "_kernargs", "_slot", "_n", "_head_dim", "_bound", "_lock")
+    __slots__ = ("_bind", "_kernargs", "_slot", "_n", "_head_dim", "_block_size", "_bound", "_lock")
 
     def __init__(self, bind: Callable[[bytes], Callable[..., None]], kernargs: bytes, slot: dict, n: int,
-                 head_dim: int) -> None:
+                 head_dim: int, block_size: int = 0) -> None:
         self._bind, self._kernargs, self._slot = bind, kernargs, slot
-        self._n, self._head_dim = n, head_dim
+        self._n, self._head_dim, self._block_size = n, head_dim, block_size
         self._bound: dict[int, Callable[..., None]] = {}
         self._lock = threading.Lock()
 
@@ -109,7 +135,8 @@ class PerKPointerLaunch:
         if go is None:
             if not isinstance(k_ptr, int):
                 raise struct.error(f"k: expected an int address, got {type(k_ptr).__name__}")
-            go = self._bind(pack_tensor_map_kernargs(self._kernargs, self._slot, k_ptr, self._n, self._head_dim))
+            go = self._bind(pack_tensor_map_kernargs(self._kernargs, self._slot, k_ptr, self._n, self._head_dim,
+                                                     self._block_size))
             with self._lock:
                 if len(self._bound) >= MAX_BOUND_K_POINTERS:
                     self._bound.clear()

@@ -18,6 +18,19 @@ from rawindexer.testing.paged_reference import fp8_paged_mqa_logits_ref
 from rawindexer.validation import ValidationError
 
 from runtime.fake_cuda import CTX_BASE, stream_of, two_gpu_node  # tests/runtime/fake_cuda.py
+from paged.fake_tensor_map import fake_tensor_map_encoder  # noqa: F401 (autouse: auto plans tma at block size 64)
+
+
+@pytest.fixture(autouse=True)
+def f16_default():
+    """These tests are about the launch mechanism, written against the exact "f16" design's kernargs (pointers only);
+    "auto" would pick "tma" at block size 64, whose kernargs also carry the cache's tensor map (that path:
+    tests/paged/test_paged_tma_host.py)."""
+    from rawindexer.dispatch import paged_sm90
+
+    with pytest.MonkeyPatch.context() as mp:  # its own: a test's monkeypatch.undo() leaves it in place
+        mp.setattr(paged_sm90, "AUTO_ORDER", ("f16",))
+        yield
 
 NAMES = ("q", "kv_cache", "weights", "context_lens", "block_table")
 

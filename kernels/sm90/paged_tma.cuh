@@ -1,0 +1,348 @@
+// ===================================================================================================
+// Decode design "tma" (sm_90a, block size 64): the fused cache streamed by TMA tensor copies, SS-form fp8 wgmma.
+// Included by kernels/fp8_paged_mqa_logits_sm90.cu after its shared pieces (TILE, MAX_NEXT_N, TileOut,
+// head_reduce_store, FLAG_CONTEXT_LENS_2D); docs/PAGED.md "The sm_90a twin" and "Measured on the H200".
+//
+// Why: the cp.async designs run gather issue, ld.shared of K, the wgmma and the head reduce on the same four warps,
+// one barrier per tile; measured, they reach the read bandwidth only at next_n x H = 32. DeepGEMM's sm90 paged
+// kernel (read for facts only) feeds its math warpgroups from a TMA-issuing warp and reads K by descriptor.
+//
+// Block = one consumer warpgroup (warps 0-3) + one producer warp (warp 4), 160 threads; grid (B, split_n) and the
+// split rule as the other designs (the host's heuristic, from host numbers only: capturable).
+//   * Producer: lane l reads block-table entry tile_begin + 32r + l (coalesced, 32 tiles at a time); lane 0, per
+//     tile, waits for the slot to be free, posts expect_tx(64 D + 256) on the slot's full mbarrier, and issues one
+//     3-D cp.async.bulk.tensor of the block's 64 x D key bytes (box {D, 64, 1} of the map over kv_cache as
+//     [num_blocks][64 * (D + 4)] bytes: dims {D, 64, num_blocks}, strides {D, 64 (D + 4)}; 128-byte swizzle at
+//     D = 128, 64-byte at D = 64) plus one 1-D cp.async.bulk of its 64 float32 scales (256 bytes, 16-byte aligned
+//     since 64 (D + 4) is a multiple of 16). A block index past num_blocks reads zeros (the map's bounds), where the
+//     cp.async designs read the address as given.
+//   * Consumers: Q staged once per block into the same swizzle (ordinary stores + fence.proxy.async), weights
+//     as fp32 in shared memory. Per tile: wait full, read the two scales each lane needs, SS wgmma (A = the K
+//     tile by descriptor, B = Q, N = next_n x H up to 256, chunks of two rows at H = 128 and next_n > 2), wait,
+//     release the slot (one arrive per warp on its empty mbarrier), fp32 head reduce as the other designs
+//     (head_reduce_store). At N <= PAGED_PIPE_MAX_N tile t+1's wgmma is issued before tile t's reduce; at N = 128
+//     not (measured: the reduce's registers would halve the blocks per SM; splitting the rows instead is slower).
+//   * The sm_90a default at block size 64 ("auto", rawindexer/dispatch/paged_sm90.py).
+//   * fp8 products accumulate in the wgmma's fp8 accumulator: the "fp8" design's numerics (2e-3 * T gate).
+// Shared memory (1024-byte aligned by the kernel itself): K ring (PAGED_TMA_STAGES x 64 D, swizzled) | Q (rows x
+// H x D, swizzled) | scales (stages x 64 f32) | weights (rows x H f32) | full, empty mbarriers -- the sum
+// rawindexer/paged_kernels.sm90_tma_shared_bytes computes (+ 1024 of slack).
+// ===================================================================================================
+#pragma once
+
+#ifndef PAGED_TMA_STAGES
+#define PAGED_TMA_STAGES 4
+#endif
+// PAGED_TMA_ROW_PIPE 1 (experiment, off): next_n x H > 64 at H <= 64 runs one-row wgmma chunks through the
+// two-accumulator pipeline. Measured on the H200 (docs/PAGED.md "Call 3"): slower at N = 128 (64 x 131072, H 64,
+// next_n 2: 411.8 us against 376.4 us without it), the same elsewhere.
+#ifndef PAGED_TMA_ROW_PIPE
+#define PAGED_TMA_ROW_PIPE 0
+#endif
+constexpr int PT_STAGES = PAGED_TMA_STAGES;
+constexpr int PT_CONSUMERS = 128;
+constexpr int PT_THREADS = PT_CONSUMERS + WARP;  // + the producer warp
+constexpr int PT_ALIGN = 1024;                   // the 128B swizzle repeats every 8 rows of 128 bytes
+constexpr int PT_CONSUMER_BAR = 1;               // named barrier of the consumer warpgroup (0 = __syncthreads)
+
+// CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned.
+struct __align__(64) PagedCacheMap {
+  unsigned long long opaque[16];
+};
+
+__device__ __forceinline__ void pt_mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void pt_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void pt_mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void pt_mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// The 64 x D key bytes of cache block `block` (box {D, 64, 1} at {0, 0, block}), counted on `bar`.
+__device__ __forceinline__ void pt_tma_block(uint32_t dst, const PagedCacheMap* map, int block, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(0), "r"(block), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void pt_bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+// Byte `a` of an unswizzled row-major [rows, D] buffer (1024-byte aligned) under the swizzle TMA and wgmma share:
+// 16-byte chunk bits [4, 4 + log2(D/16)) XOR address bits [7, ...).
+template <int D>
+__device__ __forceinline__ uint32_t pt_swizzled(uint32_t a) {
+  static_assert(D == 64 || D == 128, "tma design: D = 64 (64B swizzle) or 128 (128B swizzle)");
+  return a ^ (((a >> 7) & (D / 16 - 1)) << 4);
+}
+// K-major swizzled descriptor: start >> 4, LBO unused, SBO = one 8-row group (8 D bytes), layout 1 = 128B, 2 = 64B.
+template <int D>
+__device__ __forceinline__ uint64_t pt_desc(uint32_t addr) {
+  constexpr uint64_t layout = D == 128 ? 1 : 2;
+  return (uint64_t)((addr >> 4) & 0x3FFF) | ((uint64_t)(((8 * D) >> 4) & 0x3FFF) << 32) | (layout << 62);
+}
+
+// SS e4m3 wgmma at the decode's N (= next_n x H): 64, 128, 256 from sm90/wgmma.cuh, 32, 96, 192 here.
+__device__ __forceinline__ void paged_wgmma_ss_m64n32k32(float (&d)[16], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "%16, %17, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void paged_wgmma_ss_m64n96k32(float (&d)[48], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
+      "%48, %49, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+__device__ __forceinline__ void paged_wgmma_ss_m64n192k32(float (&d)[96], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "
+      "%96, %97, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+template <int N>
+__device__ __forceinline__ void pt_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
+  if constexpr (N == 32) paged_wgmma_ss_m64n32k32(d, da, db, acc);
+  else if constexpr (N == 96) paged_wgmma_ss_m64n96k32(d, da, db, acc);
+  else if constexpr (N == 192) paged_wgmma_ss_m64n192k32(d, da, db, acc);
+  else wgmma_ss_k32<N>(d, da, db, acc);
+}
+
+// The largest divisor of next_n that is at most `most` (rows per wgmma chunk without zero padding).
+__host__ __device__ constexpr int pt_rows_per_chunk(int next_n, int most) {
+  return most >= next_n ? next_n : (next_n % most == 0 ? most : pt_rows_per_chunk(next_n, most - 1));
+}
+
+template <int H, int D, int NN>
+__device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u8* __restrict__ kv_cache,
+                                               const float* __restrict__ weights, const int* __restrict__ context_lens,
+                                               const int* __restrict__ block_table, float* __restrict__ out,
+                                               i64 out_row_stride, int max_context_len, int max_blocks, int split_n,
+                                               int num_warps, int flags, const PagedCacheMap& kv_map) {
+  constexpr int BS = TILE;  // one cache block per tile
+  constexpr int S = PT_STAGES;
+  // DESIGN: rows per wgmma. All next_n rows in one (N = next_n x H) up to PAGED_PIPE_MAX_N, where the pipelined loop
+  // runs; with PAGED_TMA_ROW_PIPE the wider cases at H <= 64 run the rows in chunks of at most PAGED_PIPE_MAX_N
+  // columns (a divisor of next_n, no padding) through the same pipelined loop, so chunk u + 1's wgmma overlaps chunk
+  // u's head reduce at the registers of N = 64; else chunks of up to 256 columns, one at a time.
+  constexpr bool ROW_PIPE = PAGED_TMA_ROW_PIPE && PAGED_PIPELINE && NN * H > PAGED_PIPE_MAX_N && H <= PAGED_PIPE_MAX_N;
+  constexpr int RPC = ROW_PIPE ? pt_rows_per_chunk(NN, PAGED_PIPE_MAX_N / H)
+                               : (NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H);
+  constexpr int CHUNKS = (NN + RPC - 1) / RPC;
+  constexpr int QROWS = CHUNKS * RPC;
+  constexpr int NC = RPC * H, NACC = NC / 2, KS = D / 32;
+  constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_PIPE_MAX_N));
+  constexpr int UNITS = CHUNKS;  // pipelined units (tile, chunk) per tile
+  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
+  constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
+
+  extern __shared__ u8 pt_raw[];
+  const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(pt_raw);
+  u8* const base = pt_raw + ((PT_ALIGN - raw0 % PT_ALIGN) % PT_ALIGN);
+  u8* const ring_s = base;                                         // [S][64 D], swizzled
+  u8* const q_s = ring_s + S * K_STAGE;                            // [QROWS H][D], swizzled
+  float* const s_s = reinterpret_cast<float*>(q_s + QROWS * H * D);  // [S][64]
+  float* const w_s = s_s + S * TILE;                               // [QROWS H]
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(w_s + QROWS * H);  // full[S], empty[S]
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1), warp = tid / WARP;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int b = blockIdx.x, split = blockIdx.y;
+  const bool clean = flags & FLAG_CLEAN_LOGITS;
+
+  const i64 limit = min((i64)max_context_len, (i64)max_blocks * BS);
+  int len[MAX_NEXT_N];
+  int len_max = 0;
+#pragma unroll
+  for (int j = 0; j < MAX_NEXT_N; ++j) {
+    i64 l = 0;
+    if (j < NN)
+      l = (flags & FLAG_CONTEXT_LENS_2D) ? (i64)context_lens[(i64)b * NN + j] : (i64)context_lens[b] - NN + j + 1;
+    len[j] = (int)max(min(l, limit), (i64)0);
+    len_max = max(len_max, len[j]);
+  }
+  const int tiles = (len_max + TILE - 1) / TILE;
+  const int tile_begin = (int)((i64)tiles * split / split_n);
+  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
+  const int n_tiles = tile_end - tile_begin;
+  const i64 row0 = (i64)b * NN;
+
+  if (n_tiles > 0) {  // block-uniform
+    const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
+    const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_s);
+    const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(s_s);
+    const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars), empty0 = full0 + 8 * S;
+    if (tid == 0) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        pt_mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
+        pt_mbar_init(empty0 + 8 * s, 4);  // one arrive per consumer warp
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warp == 4) {
+      // DESIGN: producer warp. Table entries 32 tiles at a time (one coalesced load), lane 0 issues the copies.
+      if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
+      const int* table_row = block_table + (i64)b * max_blocks;
+      for (int t0 = tile_begin; t0 < tile_end; t0 += WARP) {
+        const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
+        const int count = min(WARP, tile_end - t0);
+        for (int j = 0; j < count; ++j) {
+          const int block = __shfl_sync(0xffffffffu, mine, j);
+          const int i = t0 - tile_begin + j, stage = i % S;
+          if (lane == 0) {
+            if (i >= S) pt_mbar_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+            pt_mbar_expect_tx(full0 + 8 * stage, TX_BYTES);
+            pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
+            pt_bulk_copy(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
+                         full0 + 8 * stage);
+          }
+          __syncwarp();
+        }
+      }
+    } else {
+      // Q (natural depth order, column n = row * H + head) into the swizzled layout, zero rows past next_n.
+      for (int c = tid; c < QROWS * H * (D / 16); c += PT_CONSUMERS) {
+        const int n = c / (D / 16), j = c % (D / 16);
+        const uint4 v = n < NN * H ? __ldg(reinterpret_cast<const uint4*>(q + (row0 * H + n) * D + 16 * j))
+                                   : make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(q_s + pt_swizzled<D>(n * D + 16 * j)) = v;
+      }
+      for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) w_s[c] = c < NN * H ? weights[row0 * H + c] : 0.0f;
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's generic stores are read by wgmma
+      asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
+
+      auto wait_full = [&](int i) { pt_mbar_wait(full0 + 8 * (i % S), (i / S) & 1); };
+      auto scales = [&](int i) {
+        TileOut t;
+        t.tile = tile_begin + i;
+        t.sc0 = s_s[(i % S) * TILE + 16 * warp + gid];
+        t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
+        return t;
+      };
+      auto release = [&](int i) {
+        __syncwarp();
+        if (lane == 0) pt_mbar_arrive(empty0 + 8 * (i % S));
+      };
+      auto issue = [&](float (&acc)[NACC], int i, int chunk) {
+        fence_regs(acc);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < KS; ++s)
+          pt_wgmma_ss<NC>(acc, pt_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
+                          pt_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      };
+      auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
+        fence_regs(acc);
+        head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp, gid,
+                                      tig, clean);
+      };
+
+      if constexpr (PIPE) {
+        // DESIGN: unit u + 1's wgmma runs while unit u's head reduce does (two accumulator sets); a unit is one
+        // (tile, row chunk), u = tile * UNITS + chunk. A tile's slot is released after its last chunk's wgmma.
+        float acc0[NACC], acc1[NACC];
+#pragma unroll
+        for (int k = 0; k < NACC; ++k) acc0[k] = acc1[k] = 0.0f;
+        const int n_units = n_tiles * UNITS;
+        auto start = [&](float (&acc)[NACC], int u) {
+          if (u % UNITS == 0) wait_full(u / UNITS);
+          issue(acc, u / UNITS, u % UNITS);
+        };
+        auto finish = [&](float (&acc)[NACC], int u) {
+          const TileOut t = scales(u / UNITS);
+          if (u % UNITS == UNITS - 1) release(u / UNITS);
+          reduce(acc, u % UNITS, t);
+        };
+        start(acc0, 0);
+        for (int u = 0;; u += 2) {
+          if (u + 1 >= n_units) {
+            wgmma_wait<0>();
+            finish(acc0, u);
+            break;
+          }
+          start(acc1, u + 1);
+          wgmma_wait<1>();
+          finish(acc0, u);
+          if (u + 2 >= n_units) {
+            wgmma_wait<0>();
+            finish(acc1, u + 1);
+            break;
+          }
+          start(acc0, u + 2);
+          wgmma_wait<1>();
+          finish(acc1, u + 1);
+        }
+      } else {
+        float acc[NACC];
+#pragma unroll
+        for (int k = 0; k < NACC; ++k) acc[k] = 0.0f;
+        for (int i = 0; i < n_tiles; ++i) {
+          wait_full(i);
+          const TileOut t = scales(i);
+#pragma unroll
+          for (int chunk = 0; chunk < CHUNKS; ++chunk) {
+            issue(acc, i, chunk);
+            wgmma_wait<0>();
+            if (chunk == CHUNKS - 1) release(i);
+            reduce(acc, chunk, t);
+          }
+        }
+      }
+    }
+  }
+
+  // DESIGN: fused -inf fill of [len_max, max_context_len), spread over every (split, consumer warp) of b.
+  if (clean && warp < 4) {
+    const int worker = split * num_warps + warp;
+    const int workers = split_n * num_warps;
+    const int fill = max_context_len - len_max;
+#pragma unroll
+    for (int j = 0; j < NN; ++j) {
+      float* dst_row = out + (row0 + j) * out_row_stride + len_max;
+      for (int c = worker * WARP + lane; c < fill; c += workers * WARP) dst_row[c] = -__int_as_float(0x7f800000);
+    }
+  }
+}
+
+// Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map.
+#define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
+  extern "C" __global__ void __launch_bounds__(PT_THREADS) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
+      const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table,   \
+      float* out, i64 out_row_stride, int next_n, int max_context_len, int max_blocks, int split_n,             \
+      int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map) {                               \
+    paged_tma_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out, out_row_stride,             \
+                             max_context_len, max_blocks, split_n, num_warps, flags, kv_map);                  \
+  }
+#define INSTANTIATE_PAGED_TMA(H, D)                                                                  \
+  PAGED_TMA_KERNEL_NN(H, D, 1) PAGED_TMA_KERNEL_NN(H, D, 2) PAGED_TMA_KERNEL_NN(H, D, 3) \
+  PAGED_TMA_KERNEL_NN(H, D, 4)
