@@ -29,6 +29,7 @@
 // rawindexer/paged_kernels.sm90_tma_shared_bytes computes (+ 1024 of slack).
 // ===================================================================================================
 #pragma once
+#include "async_copy.cuh"  // mbarriers, bulk copies, TmaMap, the swizzle and its wgmma descriptor
 
 #ifndef PAGED_TMA_STAGES
 #define PAGED_TMA_STAGES 4
@@ -45,30 +46,8 @@ constexpr int PT_THREADS = PT_CONSUMERS + WARP;  // + the producer warp
 constexpr int PT_ALIGN = 1024;                   // the 128B swizzle repeats every 8 rows of 128 bytes
 constexpr int PT_CONSUMER_BAR = 1;               // named barrier of the consumer warpgroup (0 = __syncthreads)
 
-// CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned.
-struct __align__(64) PagedCacheMap {
-  unsigned long long opaque[16];
-};
+using PagedCacheMap = TmaMap;  // the fused cache's CUtensorMap
 
-__device__ __forceinline__ void pt_mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void pt_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void pt_mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void pt_mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
 // The 64 x D key bytes of cache block `block` (box {D, 64, 1} at {0, 0, block}), counted on `bar`.
 __device__ __forceinline__ void pt_tma_block(uint32_t dst, const PagedCacheMap* map, int block, uint32_t bar) {
   asm volatile(
@@ -76,61 +55,6 @@ __device__ __forceinline__ void pt_tma_block(uint32_t dst, const PagedCacheMap* 
           dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(0), "r"(block), "r"(bar)
       : "memory");
-}
-__device__ __forceinline__ void pt_bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-
-// Byte `a` of an unswizzled row-major [rows, D] buffer (1024-byte aligned) under the swizzle TMA and wgmma share:
-// 16-byte chunk bits [4, 4 + log2(D/16)) XOR address bits [7, ...).
-template <int D>
-__device__ __forceinline__ uint32_t pt_swizzled(uint32_t a) {
-  static_assert(D == 64 || D == 128, "tma design: D = 64 (64B swizzle) or 128 (128B swizzle)");
-  return a ^ (((a >> 7) & (D / 16 - 1)) << 4);
-}
-// K-major swizzled descriptor: start >> 4, LBO unused, SBO = one 8-row group (8 D bytes), layout 1 = 128B, 2 = 64B.
-template <int D>
-__device__ __forceinline__ uint64_t pt_desc(uint32_t addr) {
-  constexpr uint64_t layout = D == 128 ? 1 : 2;
-  return (uint64_t)((addr >> 4) & 0x3FFF) | ((uint64_t)(((8 * D) >> 4) & 0x3FFF) << 32) | (layout << 62);
-}
-
-// SS e4m3 wgmma at the decode's N (= next_n x H): 64, 128, 256 from sm90/wgmma.cuh, 32, 96, 192 here.
-__device__ __forceinline__ void paged_wgmma_ss_m64n32k32(float (&d)[16], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-      "%16, %17, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-__device__ __forceinline__ void paged_wgmma_ss_m64n96k32(float (&d)[48], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-      "%48, %49, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-__device__ __forceinline__ void paged_wgmma_ss_m64n192k32(float (&d)[96], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "
-      "%96, %97, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-template <int N>
-__device__ __forceinline__ void pt_wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  if constexpr (N == 32) paged_wgmma_ss_m64n32k32(d, da, db, acc);
-  else if constexpr (N == 96) paged_wgmma_ss_m64n96k32(d, da, db, acc);
-  else if constexpr (N == 192) paged_wgmma_ss_m64n192k32(d, da, db, acc);
-  else wgmma_ss_k32<N>(d, da, db, acc);
 }
 
 // The largest divisor of next_n that is at most `most` (rows per wgmma chunk without zero padding).
@@ -201,8 +125,8 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     if (tid == 0) {
 #pragma unroll
       for (int s = 0; s < S; ++s) {
-        pt_mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
-        pt_mbar_init(empty0 + 8 * s, 4);  // one arrive per consumer warp
+        mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
+        mbar_init(empty0 + 8 * s, 4);  // one arrive per consumer warp
       }
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -219,10 +143,10 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           const int block = __shfl_sync(0xffffffffu, mine, j);
           const int i = t0 - tile_begin + j, stage = i % S;
           if (lane == 0) {
-            if (i >= S) pt_mbar_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
-            pt_mbar_expect_tx(full0 + 8 * stage, TX_BYTES);
+            if (i >= S) mbar_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+            mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
             pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
-            pt_bulk_copy(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
+            bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
                          full0 + 8 * stage);
           }
           __syncwarp();
@@ -234,13 +158,13 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         const int n = c / (D / 16), j = c % (D / 16);
         const uint4 v = n < NN * H ? __ldg(reinterpret_cast<const uint4*>(q + (row0 * H + n) * D + 16 * j))
                                    : make_uint4(0, 0, 0, 0);
-        *reinterpret_cast<uint4*>(q_s + pt_swizzled<D>(n * D + 16 * j)) = v;
+        *reinterpret_cast<uint4*>(q_s + swizzled<D>(n * D + 16 * j)) = v;
       }
       for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) w_s[c] = c < NN * H ? weights[row0 * H + c] : 0.0f;
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's generic stores are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
 
-      auto wait_full = [&](int i) { pt_mbar_wait(full0 + 8 * (i % S), (i / S) & 1); };
+      auto wait_full = [&](int i) { mbar_wait(full0 + 8 * (i % S), (i / S) & 1); };
       auto scales = [&](int i) {
         TileOut t;
         t.tile = tile_begin + i;
@@ -250,15 +174,15 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       };
       auto release = [&](int i) {
         __syncwarp();
-        if (lane == 0) pt_mbar_arrive(empty0 + 8 * (i % S));
+        if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
       };
       auto issue = [&](float (&acc)[NACC], int i, int chunk) {
         fence_regs(acc);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int s = 0; s < KS; ++s)
-          pt_wgmma_ss<NC>(acc, pt_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
-                          pt_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
+          wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
+                          swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       };
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {

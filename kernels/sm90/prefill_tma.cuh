@@ -38,24 +38,6 @@ constexpr int TMA_STAGES = 8;      // K tiles in flight (8 KB each at D = 128); 
 constexpr int TMA_TILE = 64;       // tokens per tile = the wgmma M of one consumer
 constexpr int TMA_SMEM_ALIGN = 1024;  // the 128B-swizzle pattern repeats every 8 rows of 128 bytes
 
-// CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned (cuda.h not needed on the device side).
-struct __align__(64) TmaMap {
-  unsigned long long opaque[16];
-};
-
-// Where byte `a` of an unswizzled row-major [rows, D] buffer lands under the swizzle TMA and wgmma share.
-template <int D>
-__device__ __forceinline__ uint32_t swizzled(uint32_t a) {
-  static_assert(D == 64 || D == 128, "TMA design: D = 64 (64B swizzle) or 128 (128B swizzle)");
-  return a ^ (((a >> 7) & (D / 16 - 1)) << 4);
-}
-
-template <int D>
-__device__ __forceinline__ uint64_t swizzled_desc(uint32_t addr) {
-  constexpr uint64_t layout = D == 128 ? 1 : 2;  // sm_90 descriptor: 1 = 128B swizzle, 2 = 64B swizzle
-  return (uint64_t)((addr >> 4) & 0x3FFF) | ((uint64_t)(((8 * D) >> 4) & 0x3FFF) << 32) | (layout << 62);
-}
-
 // One tile of K: box {D bytes, TMA_TILE tokens} at (0, token) into `dst`, completion counted on `bar`.
 __device__ __forceinline__ void tma_load_tile(uint32_t dst, const TmaMap* map, int token, uint32_t bar) {
   asm volatile(

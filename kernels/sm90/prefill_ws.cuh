@@ -22,6 +22,7 @@
 #pragma once
 #include "common.cuh"
 #include "wgmma.cuh"
+#include "async_copy.cuh"
 
 constexpr int WS_STAGES = 6;          // K tiles in flight; mirrored by WS_STAGES in rawindexer/dispatch/sm90.py
 constexpr int WS_ORDER_BAR = 1;       // named barriers 1..NC: the consumers' wgmma issue order (0 = __syncthreads)
@@ -45,50 +46,6 @@ __host__ __device__ constexpr int ws_consumer_regs() {
 // Dynamic shared memory of one block (the host computes the same sum, rawindexer/dispatch/sm90.py):
 //   Q of every consumer (NC * NQ * D) | the K ring (WS_STAGES * 64 * D) | the weights (NC * NQ floats)
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-// The K ring's barriers, before any use: per stage a "full" barrier of `full_arrivals` (the producers) and an
-// "empty" one of `empty_arrivals` (the consumers), 8 bytes apart from full0 / empty0; thread 0 initialises them
-// and makes the init visible to the async proxy (the copy engine completes transactions on them). Then the block's
-// generic stores to shared memory so far (Q, staged by every thread) are made visible to wgmma's async proxy, and
-// the block meets.
-template <int STAGES>
-__device__ __forceinline__ void init_ring_barriers(uint32_t full0, uint32_t empty0, uint32_t full_arrivals,
-                                                   uint32_t empty_arrivals, int tid) {
-  if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full0 + 8 * s, full_arrivals);
-      mbar_init(empty0 + 8 * s, empty_arrivals);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  __syncthreads();
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// Global -> shared bulk copy (no tensor map), completion counted in bytes on mbarrier `bar`.
-__device__ __forceinline__ void bulk_copy_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
 __device__ __forceinline__ void named_bar_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
