@@ -210,6 +210,23 @@ __device__ __forceinline__ void head_reduce_store(const float (&acc)[NR * H / 2]
   }
 }
 
+// Row j < NN of sequence b holds len[j] valid keys: context_lens[b] - NN + j + 1 (1-D) or context_lens[b, j] (2-D),
+// clamped to [0, limit]; rows j >= NN get 0. Returns the longest, which sets the sequence's tile range.
+template <int NN>
+__device__ __forceinline__ int row_lengths(int (&len)[MAX_NEXT_N], const int* __restrict__ context_lens, int b,
+                                           int flags, i64 limit) {
+  int len_max = 0;
+#pragma unroll
+  for (int j = 0; j < MAX_NEXT_N; ++j) {
+    i64 l = 0;
+    if (j < NN)
+      l = (flags & FLAG_CONTEXT_LENS_2D) ? (i64)context_lens[(i64)b * NN + j] : (i64)context_lens[b] - NN + j + 1;
+    len[j] = (int)max(min(l, limit), (i64)0);
+    len_max = max(len_max, len[j]);
+  }
+  return len_max;
+}
+
 template <int H, int D, int BS, int PREC, int NN>
 __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* __restrict__ kv_cache,
                                            const float* __restrict__ weights, const int* __restrict__ context_lens,
@@ -254,15 +271,7 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
     }
   }
   int len[MAX_NEXT_N];
-  int len_max = 0;
-#pragma unroll
-  for (int j = 0; j < MAX_NEXT_N; ++j) {
-    i64 l = 0;
-    if (j < NN)
-      l = (flags & FLAG_CONTEXT_LENS_2D) ? (i64)context_lens[(i64)b * NN + j] : (i64)context_lens[b] - NN + j + 1;
-    len[j] = (int)max(min(l, limit), (i64)0);
-    len_max = max(len_max, len[j]);
-  }
+  const int len_max = row_lengths<NN>(len, context_lens, b, flags, limit);
   const int tiles = (len_max + TILE - 1) / TILE;
   const int tile_begin = (int)((i64)tiles * split / split_n);
   const int tile_end = (int)((i64)tiles * (split + 1) / split_n);

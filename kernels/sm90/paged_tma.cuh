@@ -102,15 +102,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
 
   const i64 limit = min((i64)max_context_len, (i64)max_blocks * BS);
   int len[MAX_NEXT_N];
-  int len_max = 0;
-#pragma unroll
-  for (int j = 0; j < MAX_NEXT_N; ++j) {
-    i64 l = 0;
-    if (j < NN)
-      l = (flags & FLAG_CONTEXT_LENS_2D) ? (i64)context_lens[(i64)b * NN + j] : (i64)context_lens[b] - NN + j + 1;
-    len[j] = (int)max(min(l, limit), (i64)0);
-    len_max = max(len_max, len[j]);
-  }
+  const int len_max = row_lengths<NN>(len, context_lens, b, flags, limit);
   const int tiles = (len_max + TILE - 1) / TILE;
   const int tile_begin = (int)((i64)tiles * split / split_n);
   const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
