@@ -481,7 +481,7 @@ def write_op_manifest(out_dir: Path, op: str, arch: str, target: dict) -> Path:
 
 
 def build_paged_gfx950(out_dir: Path, kernel_dir: Path, arch: str = ARCH) -> Path:
-    """The paged kernel for a gfx target (gfx950, gfx942): every instance of each of the target's variants."""
+    """The paged kernel for a gfx target (gfx950, gfx942): every instance of each of the target's designs."""
     sys.path.insert(0, str(ROOT))
     from rawindexer import paged_kernels as pk
     from rawindexer.codeobject import CodeObject
@@ -492,18 +492,18 @@ def build_paged_gfx950(out_dir: Path, kernel_dir: Path, arch: str = ARCH) -> Pat
     asm = out_dir / (Path(spec.code_object).stem + ".s")
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
     defines = [f"{spec.instance_macro}(X)={table}"]
-    if "fn" in spec.variants:
+    if "fn" in spec.designs:
         defines.append(f"{spec.fn_instance_macro}(X)={table}")
     compile_hip(spec.source, hsaco, asm=asm, defines=defines, arch=arch)
     co = CodeObject(hsaco.read_bytes())
     kernels = {}
-    for inst, variant in ((i, v) for v in spec.variants for i in spec.instances):
-        symbol = spec.symbol(inst, variant)
+    for inst, design in ((i, d) for d in spec.designs for i in spec.instances):
+        symbol = spec.symbol(inst, design)
         kernels[symbol] = gfx_kernel_entry(symbol, co.kernels[symbol], pk.KERNEL_ARGS, {
-            **inst.params, "variant": variant,
-            "fp8_format": next((f for f, v in (spec.format_variants or {"e4m3fn": variant}).items() if v == variant),
+            **inst.params, "design": design,
+            "fp8_format": next((f for f, d in (spec.format_designs or {"e4m3fn": design}).items() if d == design),
                                "e4m3fn")}, wavefront_size=False)
-    target = {"code_object": hsaco.name, "assembly": asm.name, "design": spec.design,
+    target = {"code_object": hsaco.name, "assembly": asm.name, "design": spec.summary,
               "toolchain": "hipcc" if toolchain()[0][0].endswith("hipcc") else ZIGLANG_PIN, "flags": hip_flags(arch),
               "kernels": kernels}
     return write_op_manifest(kernel_dir, pk.OP, arch, target)
@@ -523,35 +523,35 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
     table = " ".join(f"X({i.heads},{i.head_dim},{i.block_size})" for i in spec.instances)
     # designs with their own instance macro (X(H, D) of the block sizes they are built for, e.g. decode "tma")
     macros = {spec.instance_macro: table}
-    macros.update({macro: " ".join(f"X({i.heads},{i.head_dim})" for i in spec.instances_of(v))
-                   for v, macro in (spec.variant_instance_macros or {}).items()})
+    macros.update({macro: " ".join(f"X({i.heads},{i.head_dim})" for i in spec.instances_of(d))
+                   for d, macro in (spec.design_instance_macros or {}).items()})
     report = nvcc_cubin(tools, spec.source, macros, cubin)
     (out_dir / report_name).write_text(report)
     resources = parse_ptxas_report(report)
     params = cubin_kernel_params(cubin.read_bytes())
     version = f"nvcc {nvcc_release(tools.nvcc)}"
     kernels = {}
-    for inst, variant in ((i, v) for i in spec.instances for v in spec.variants if i in spec.instances_of(v)):
-        symbol = spec.symbol(inst, variant)
+    for inst, design in ((i, d) for i in spec.instances for d in spec.designs if i in spec.instances_of(d)):
+        symbol = spec.symbol(inst, design)
         # per_next_n: the cubin holds symbol_n1.._n4; the entry reports the largest resources and each one's
         by_next_n = {n: resources[spec.launch_symbol(symbol, n)] for n in range(1, pk.MAX_NEXT_N + 1)}
         layout = params[spec.launch_symbol(symbol, 1)]
-        want_args = spec.kernel_args(variant)
+        want_args = spec.kernel_args(design)
         if len(layout["args"]) != len(want_args) or any(
                 size != want for (_, size), (_, want) in zip(layout["args"], want_args)):
             raise RuntimeError(f"{symbol}: parameter layout in the cubin does not match paged_kernels.KERNEL_ARGS "
                                f"(+ the design's extra arguments)")
         kernels[symbol] = {
-            "params": {**inst.params, "variant": variant},
+            "params": {**inst.params, "design": design},
             "args": [{"name": name, "offset": off, "size": size}
                      for (name, _), (off, size) in zip(want_args, layout["args"])],
-            "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": spec.threads(variant),
+            "kernarg_size": layout["kernarg_size"], "kernarg_align": 8, "max_threads": spec.threads(design),
             "warp_size": 32,
             "resources": {k: max(r[k] for r in by_next_n.values()) for k in by_next_n[1]},
         }
         if spec.per_next_n:
             kernels[symbol]["resources_by_next_n"] = {str(n): r for n, r in by_next_n.items()}
-    target = {"code_object": cubin.name, "ptxas_report": report_name, "design": spec.design, "toolchain": version,
+    target = {"code_object": cubin.name, "ptxas_report": report_name, "design": spec.summary, "toolchain": version,
               "flags": SM90_FLAGS, "kernels": kernels}
     return write_op_manifest(kernel_dir, pk.OP, SM90_ARCH, target)
 

@@ -27,7 +27,7 @@ GRID_HEADS = (32, 64)
 HEAD_DIM = 128
 #: the sm_90a designs (rawindexer.paged_kernels): f16 score wgmma (default, exact), fp8 e4m3 wgmma, and tma (fp8
 #: SS wgmma fed by TMA from a producer warp; block size 64)
-VARIANTS = ("f16", "fp8", "tma")
+DESIGNS = ("f16", "fp8", "tma")
 
 
 def read_bandwidth(torch, gib: int = 4) -> float:
@@ -155,7 +155,7 @@ def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str
     return result
 
 
-def run(quick: bool, block_size: int, log: Path | None, variants: tuple[str, ...] = VARIANTS,
+def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...] = DESIGNS,
         batches: tuple[int, ...] = GRID_B) -> int:
     import torch
 
@@ -193,9 +193,9 @@ def run(quick: bool, block_size: int, log: Path | None, variants: tuple[str, ...
                 else:
                     t_dg = graph_time(torch, dg)
                     ref = dg().float()
-                for variant in variants:
+                for design in designs:
                     ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
-                        q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=variant)
+                        q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=design)
                     t_ours = graph_time(torch, ours)
                     diff = float("nan")
                     if ref is not None:
@@ -203,7 +203,7 @@ def run(quick: bool, block_size: int, log: Path | None, variants: tuple[str, ...
                         torch.cuda.synchronize()
                         valid = torch.arange(context, device="cuda")[None, :] < lens_2d.reshape(-1, 1)
                         diff = calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
-                    row = (f"| {B} | {context} | {next_n} | {heads} | {variant} | {t_ours * 1e6:.1f} | "
+                    row = (f"| {B} | {context} | {next_n} | {heads} | {design} | {t_ours * 1e6:.1f} | "
                            f"{cache_bytes / t_ours / 1e9:.0f} | {100 * cache_bytes / t_ours / bw:.0f}% | "
                            f"{t_dg * 1e6:.1f} | {t_ours / t_dg:.2f} | {diff:.1e} | {note} |")
                     lines.append(row)
@@ -224,11 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="B in {1, 64}, context < 131072, H = 64")
     parser.add_argument("--block-size", type=int, default=64, choices=(1, 16, 64))
     parser.add_argument("--log", type=Path)
-    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"designs timed, default {','.join(VARIANTS)}")
+    parser.add_argument("--designs", "--variants", default=",".join(DESIGNS),
+                        help=f"designs timed, default {','.join(DESIGNS)} (--variants: its older name)")
     parser.add_argument("--batches", default=",".join(map(str, GRID_B)), help="B values, in the order run")
     args = parser.parse_args(argv)
     t0 = time.time()
-    rc = run(args.quick, args.block_size, args.log, tuple(args.variants.split(",")),
+    rc = run(args.quick, args.block_size, args.log, tuple(args.designs.split(",")),
              tuple(int(b) for b in args.batches.split(",")))
     print(f"# {time.time() - t0:.0f} s", file=sys.stderr)
     return rc

@@ -177,7 +177,7 @@ class PagedIndexer(PreparedOp):
     def _check_backend(self, backend: Backend, device_id: int | None = None) -> None:
         arch = self._arch(backend, device_id)
         if self.tunables.variant is not None:
-            _family(arch).variant(self.tunables.variant)  # a ValueError naming the target's designs
+            _family(arch).design(self.tunables.variant)  # a ValueError naming the target's designs
 
     def _describe(self, ops: list[Operand], out: Operand | None, scalars: tuple, device: _Device) -> _Shape:
         max_context_len, clean = scalars
@@ -187,7 +187,7 @@ class PagedIndexer(PreparedOp):
             if want is not None and got != want:
                 raise ValidationError(f"q: expected {name}={want} (this PagedIndexer's), got shape {ops[0].shape}")
         self._check_supported(device, problem)
-        device.family.variant(self.tunables.variant, problem.fp8_format)  # refuses a format the target does not read
+        device.family.design(self.tunables.variant, problem.fp8_format)  # refuses a format the target does not read
         rows = problem.batch * problem.next_n
         launch = problem if problem.batch and problem.max_context_len else None  # else nothing to write
         # the shape's dims: num_blocks, what the memcheck spans need beyond the problem
@@ -274,7 +274,7 @@ class PagedIndexer(PreparedOp):
                          as_bool("context_lens_2d", two_d), self.fp8_format or "e4m3fn", ints["num_blocks"])
         device = self._raw_device(ints["device_id"])
         self._check_supported(device, p)
-        device.family.variant(self.tunables.variant, p.fp8_format)
+        device.family.design(self.tunables.variant, p.fp8_format)
         launch = p if p.batch and p.max_context_len else None
         return self._remember(key, _Shape(ints["num_blocks"], launch, device, (p.batch * p.next_n, width)))
 

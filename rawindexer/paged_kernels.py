@@ -48,56 +48,58 @@ class PagedTarget:
     """One target's kernel source and the instances built from it."""
 
     arch: str
-    design: str
+    #: the kernel body in a few words (the manifest's target-level "design"; the registry's name of the design
+    #: whose symbols carry no suffix, and every design's summary)
+    summary: str
     source: Path
     code_object: str
     instances: tuple[PagedInstance, ...]
-    #: kernel symbols are f"{symbol_prefix}_h{heads}_d{head_dim}_bs{block_size}" + f"_{variant}" (if any)
+    #: kernel symbols are f"{symbol_prefix}_h{heads}_d{head_dim}_bs{block_size}" + f"_{design}" (if any)
     symbol_prefix: str = OP
     #: designs built from this source for every instance (symbol suffixes); the first is the default
-    variants: tuple[str, ...] = ("",)
+    designs: tuple[str, ...] = ("",)
     #: the macro the source expands over the instance list
     instance_macro: str = "PAGED_INSTANCES"
     #: bytes of shared memory per workgroup beyond Q and weights (sm_90a: the cp.async ring), by head_dim
     ring_bytes: dict | None = None
-    #: fp8 format of q / the cache -> the variant that reads it (None: e4m3fn only, any variant)
-    format_variants: dict | None = None
-    #: the macro the source expands over the instance list of the e4m3fn-on-fnuz variant ("fn")
+    #: fp8 format of q / the cache -> the design that reads it (None: e4m3fn only, any design)
+    format_designs: dict | None = None
+    #: the macro the source expands over the instance list of the e4m3fn-on-fnuz design ("fn")
     fn_instance_macro: str = "PAGED_FN_INSTANCES"
     #: one kernel per next_n in the code object (symbol + f"_n{next_n}"), each with its own register
     #: allocation; the manifest keeps one entry per symbol, with per-next_n resources
     per_next_n: bool = False
-    #: variant -> the block sizes it is built for (absent: every instance's)
-    variant_block_sizes: dict | None = None
-    #: variant -> the macro X(H, D) its instances expand (absent: instance_macro, X(H, D, BS))
-    variant_instance_macros: dict | None = None
-    #: variant -> kernel arguments after KERNEL_ARGS, (name, bytes) (absent: none)
-    variant_extra_args: dict | None = None
-    #: variant -> threads per block (absent: SM90_THREADS)
-    variant_threads: dict | None = None
+    #: design -> the block sizes it is built for (absent: every instance's)
+    design_block_sizes: dict | None = None
+    #: design -> the macro X(H, D) its instances expand (absent: instance_macro, X(H, D, BS))
+    design_instance_macros: dict | None = None
+    #: design -> kernel arguments after KERNEL_ARGS, (name, bytes) (absent: none)
+    design_extra_args: dict | None = None
+    #: design -> threads per block (absent: SM90_THREADS)
+    design_threads: dict | None = None
 
-    def instances_of(self, variant: str) -> tuple[PagedInstance, ...]:
-        """The instances ``variant`` is built for."""
-        sizes = (self.variant_block_sizes or {}).get(variant)
+    def instances_of(self, design: str) -> tuple[PagedInstance, ...]:
+        """The instances ``design`` is built for."""
+        sizes = (self.design_block_sizes or {}).get(design)
         return self.instances if sizes is None else tuple(i for i in self.instances if i.block_size in sizes)
 
-    def kernel_args(self, variant: str) -> list[tuple[str, int]]:
-        return KERNEL_ARGS + list((self.variant_extra_args or {}).get(variant, ()))
+    def kernel_args(self, design: str) -> list[tuple[str, int]]:
+        return KERNEL_ARGS + list((self.design_extra_args or {}).get(design, ()))
 
-    def threads(self, variant: str) -> int:
-        return (self.variant_threads or {}).get(variant, SM90_THREADS)
+    def threads(self, design: str) -> int:
+        return (self.design_threads or {}).get(design, SM90_THREADS)
 
-    def symbol(self, inst: PagedInstance, variant: str = "") -> str:
+    def symbol(self, inst: PagedInstance, design: str = "") -> str:
         base = f"{self.symbol_prefix}_h{inst.heads}_d{inst.head_dim}_bs{inst.block_size}"
-        return f"{base}_{variant}" if variant else base
+        return f"{base}_{design}" if design else base
 
     def launch_symbol(self, symbol: str, next_n: int) -> str:
         """The code object's kernel for a manifest ``symbol`` at ``next_n``."""
         return f"{symbol}_n{next_n}" if self.per_next_n else symbol
 
     @property
-    def default_variant(self) -> str:
-        return self.variants[0]
+    def default_design(self) -> str:
+        return self.designs[0]
 
 
 #: sm_90a kernel constants (STAGES, TILE in kernels/fp8_paged_mqa_logits_sm90.cu)
@@ -117,16 +119,16 @@ ALL_INSTANCES = tuple(PagedInstance(h, d, bs) for h in HEADS for d in HEAD_DIMS 
 
 TARGETS: dict[str, PagedTarget] = {
     "gfx950": PagedTarget(
-        arch="gfx950", design="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
+        arch="gfx950", summary="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
         code_object=f"{OP}.gfx950.hsaco", instances=ALL_INSTANCES),
     # gfx942 (MI300X / MI325X): the same source through kernels/target.h; "" reads e4m3fnuz (the MFMA's
     # format), "fn" reads e4m3fn bytes in place (patched where staged / loaded, weights x 4)
     "gfx942": PagedTarget(
-        arch="gfx942", design="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
-        code_object=f"{OP}.gfx942.hsaco", instances=ALL_INSTANCES, variants=("", "fn"),
-        format_variants={"e4m3fnuz": "", "e4m3fn": "fn"}),
+        arch="gfx942", summary="lds_q_valu_reduce", source=ROOT / "kernels" / "fp8_paged_mqa_logits.hip",
+        code_object=f"{OP}.gfx942.hsaco", instances=ALL_INSTANCES, designs=("", "fn"),
+        format_designs={"e4m3fnuz": "", "e4m3fn": "fn"}),
     "sm_90a": PagedTarget(
-        arch="sm_90a", design="cp_async_ring_wgmma_ss", source=ROOT / "kernels" / "fp8_paged_mqa_logits_sm90.cu",
+        arch="sm_90a", summary="cp_async_ring_wgmma_ss", source=ROOT / "kernels" / "fp8_paged_mqa_logits_sm90.cu",
         code_object=f"{OP}.sm90a.cubin", instances=ALL_INSTANCES, symbol_prefix=f"{OP}_sm90",
         # f16: the score wgmma on exactly converted fp8 values (fp32-accurate accumulation: the 1e-5 gate);
         # fp8: the e4m3 wgmma (twice the tensor rate; Hopper's fp8 accumulation keeps fewer bits)
@@ -134,12 +136,12 @@ TARGETS: dict[str, PagedTarget] = {
         # (the fp8 design's numerics)
         # auto (the default, no kernels of its own): tma where it is built (block size 64), else f16
         # (dispatch/paged_sm90.py; measured, docs/PAGED.md "Call 3"; numerics, docs/NUMERICS.md)
-        variants=("auto", "f16", "fp8", "tma"), per_next_n=True,
+        designs=("auto", "f16", "fp8", "tma"), per_next_n=True,
         ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS},
-        variant_block_sizes={"auto": (), "tma": (SM90_TMA_BLOCK_SIZE,)},
-        variant_instance_macros={"tma": "PAGED_TMA_INSTANCES"},
-        variant_extra_args={"tma": (TENSOR_MAP_ARG,)},
-        variant_threads={"tma": SM90_TMA_THREADS}),
+        design_block_sizes={"auto": (), "tma": (SM90_TMA_BLOCK_SIZE,)},
+        design_instance_macros={"tma": "PAGED_TMA_INSTANCES"},
+        design_extra_args={"tma": (TENSOR_MAP_ARG,)},
+        design_threads={"tma": SM90_TMA_THREADS}),
 }
 
 
@@ -159,12 +161,12 @@ def sm90_q_rows(heads: int, next_n: int) -> int:
     return -(-next_n // per_mma) * per_mma
 
 
-def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, variant: str = "f16") -> int:
+def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, design: str = "f16") -> int:
     """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (fp8 or f16) and weights ("tma": the
     swizzled key ring, Q, scales, weights, 2 mbarriers per stage and the alignment slack)."""
-    q_bytes = 2 if variant == "f16" else 1
+    q_bytes = 2 if design == "f16" else 1
     rows = sm90_q_rows(heads, next_n)
-    if variant == "tma":
+    if design == "tma":
         return (SM90_TMA_STAGES * SM90_TILE * (head_dim + SCALE_BYTES) + rows * heads * (head_dim + 4)
                 + 16 * SM90_TMA_STAGES + SM90_TMA_ALIGN)
     return TARGETS["sm_90a"].ring_bytes[head_dim] + rows * heads * head_dim * q_bytes + rows * heads * 4

@@ -213,15 +213,15 @@ SM90_INSTANCES: tuple[Sm90Instance, ...] = tuple(
 #: op -> target -> design name -> Design
 DESIGNS: dict[str, dict[str, dict[str, Design]]] = {
     PREFILL: {GFX950: GFX950_DESIGNS, GFX942: GFX942_DESIGNS, SM90: SM90_DESIGNS},
-    PAGED: {t.arch: {name or t.design: Design(PAGED, t.arch, name or t.design, t.design,
-                                             default_rank=0 if i == 0 else None)
-                     for i, name in enumerate(t.variants)}
+    PAGED: {t.arch: {name or t.summary: Design(PAGED, t.arch, name or t.summary, t.summary,
+                                              default_rank=0 if i == 0 else None)
+                     for i, name in enumerate(t.designs)}
             for t in paged_kernels.TARGETS.values()},
 }
 #: op -> target -> the instances the build ships (experiments excluded)
 INSTANCES: dict[str, dict[str, tuple]] = {
     PREFILL: {GFX950: GFX950_INSTANCES, GFX942: GFX942_INSTANCES, SM90: SM90_INSTANCES},
-    PAGED: {t.arch: tuple((inst, v) for inst in t.instances for v in t.variants if inst in t.instances_of(v))
+    PAGED: {t.arch: tuple((inst, d) for inst in t.instances for d in t.designs if inst in t.instances_of(d))
             for t in paged_kernels.TARGETS.values()},
 }
 OPS = tuple(DESIGNS)

@@ -1,6 +1,6 @@
 """Host side of kernels/fp8_paged_mqa_logits.hip on gfx942 (MI300X / MI325X): the gfx950 family on gfx942's
 build, with gfx942's 64 KB of LDS per CU (Q and weights of one sequence must fit: H=128, D=128 serves
-next_n <= 3). The variant follows the input format: "" reads e4m3fnuz, "fn" e4m3fn in place
+next_n <= 3). The design follows the input format: "" reads e4m3fnuz, "fn" e4m3fn in place
 (rawindexer/paged_kernels.py, kernels/target.h). Not tuned on a gfx942.
 """
 from __future__ import annotations

@@ -59,11 +59,15 @@ LOGIT_EPS = {"": 1e-5}
 PAGED_POINTER_ARGS = ("q", "kv_cache", "weights", "context_lens", "block_table", "out")
 #: both kernels read q and the cache with 16-byte loads
 OPERAND_ALIGNMENT = 16
+#: the older name of a kernel's ``params["design"]`` in decode manifests written before the rename; a kernel
+#: folder built then (RAWINDEXER_KERNEL_DIR) still loads (prefill's: dispatch/base.LEGACY_DESIGN_KEYS)
+LEGACY_DESIGN_KEY = "variant"
 
 
 @dataclass(frozen=True)
 class PagedTunables:
-    """Caller overrides of the decode launch; 0 / None = the host heuristic / the target's default design."""
+    """Caller overrides of the decode launch; 0 / None = the host heuristic / the target's default design.
+    ``variant`` carries the public ``variant=`` keyword, which names a design (as prefill's Tunables)."""
 
     split_n: int = 0
     num_warps: int = 0
@@ -105,29 +109,33 @@ class PagedGfx950Family(KernelFamily):
         target = _load_manifest(path, mtime).get("ops", {}).get(pk.OP, {}).get(self.arch)
         if target is None:
             raise KernelNotBuiltError(f"{path} has no {pk.OP} {self.arch} kernels: run `make`")
+        for entry in target.get("kernels", {}).values():
+            params = entry["params"]
+            if "design" not in params and LEGACY_DESIGN_KEY in params:
+                params["design"] = params[LEGACY_DESIGN_KEY]
         return target
 
-    def variant(self, variant: str | None, fp8_format: str = "e4m3fn") -> str:
-        """The design to run: ``variant`` if given (one of the target's), else the one reading ``fp8_format``
-        where the target builds one per format, else the target's default."""
+    def design(self, design: str | None, fp8_format: str = "e4m3fn") -> str:
+        """The design to run: ``design`` (the caller's ``variant=``) if given, one of the target's; else the one
+        reading ``fp8_format`` where the target builds one per format, else the target's default."""
         spec = pk.TARGETS[self.arch]
-        formats = spec.format_variants or {"e4m3fn": None}
+        formats = spec.format_designs or {"e4m3fn": None}
         if fp8_format not in formats:
             raise ValueError(f"fp8_format: expected {' or '.join(formats)} for the {self.arch} decode kernel, got "
                              f"{fp8_format!r}")
-        if variant is None:
-            return spec.default_variant if formats[fp8_format] is None else formats[fp8_format]
-        if variant not in spec.variants:
-            raise ValueError(f"variant: expected None or one of {[v for v in spec.variants if v]} for {self.arch}, "
-                             f"got {variant!r}")
-        return variant
+        if design is None:
+            return spec.default_design if formats[fp8_format] is None else formats[fp8_format]
+        if design not in spec.designs:
+            raise ValueError(f"variant: expected None or one of {[d for d in spec.designs if d]} for {self.arch}, "
+                             f"got {design!r}")
+        return design
 
-    def entry(self, heads: int, head_dim: int, block_size: int, variant: str | None = None,
+    def entry(self, heads: int, head_dim: int, block_size: int, design: str | None = None,
               fp8_format: str = "e4m3fn") -> dict | None:
         spec = pk.TARGETS[self.arch]
-        fmt = fp8_format if spec.format_variants is None or fp8_format in spec.format_variants else None
-        fmt = fmt or next(iter(spec.format_variants))
-        symbol = spec.symbol(pk.PagedInstance(heads, head_dim, block_size), self.variant(variant, fmt))
+        fmt = fp8_format if spec.format_designs is None or fp8_format in spec.format_designs else None
+        fmt = fmt or next(iter(spec.format_designs))
+        symbol = spec.symbol(pk.PagedInstance(heads, head_dim, block_size), self.design(design, fmt))
         entry = self.target["kernels"].get(symbol)
         return {**entry, "symbol": symbol} if entry else None
 
@@ -155,9 +163,9 @@ class PagedGfx950Family(KernelFamily):
         return {"num_warps": num_warps, "split_n": split_n, "lds": lds}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
-             num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
-        self.variant(variant, p.fp8_format)  # refuses a format the target does not read
-        entry = self.entry(p.heads, p.head_dim, p.block_size, variant, p.fp8_format)
+             num_warps: int = 0, design: str | None = None) -> LaunchPlan:
+        self.design(design, p.fp8_format)  # refuses a format the target does not read
+        entry = self.entry(p.heads, p.head_dim, p.block_size, design, p.fp8_format)
         if entry is None:
             raise ValueError(f"(num_heads, head_dim, block_size): expected one of the built {self.arch} instances "
                              f"{sorted(tuple(e['params'].values()) for e in self.target['kernels'].values())}, "
@@ -190,5 +198,5 @@ class PagedGfx950Family(KernelFamily):
                     f"an address ending in 0x{alignment[i]:02x}"
                 raise ValidationError(f"{name}: expected a {OPERAND_ALIGNMENT}-byte aligned address, got {got}")
         plan = self.plan(p, PagedPointers(*placeholder_pointers(alignment)), compute_units, split_n=tunables.split_n,
-                         num_warps=tunables.num_warps, variant=tunables.variant)
+                         num_warps=tunables.num_warps, design=tunables.variant)
         return self.template(plan)

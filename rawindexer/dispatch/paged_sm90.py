@@ -44,32 +44,32 @@ class PagedSm90Family(PagedGfx950Family):
 
     arch = "sm_90a"
 
-    def resolve(self, heads: int, head_dim: int, block_size: int, variant: str | None = None) -> str:
-        """The built design that runs: ``variant`` if it names one, else (None or "auto") the first of AUTO_ORDER
+    def resolve(self, heads: int, head_dim: int, block_size: int, design: str | None = None) -> str:
+        """The built design that runs: ``design`` if it names one, else (None or "auto") the first of AUTO_ORDER
         built for this shape."""
-        variant = self.variant(variant)
-        if variant != AUTO:
-            return variant
+        design = self.design(design)
+        if design != AUTO:
+            return design
         built = super().entry  # (super() does not reach into a generator's scope)
-        return next((v for v in AUTO_ORDER if built(heads, head_dim, block_size, v)), AUTO_ORDER[-1])
+        return next((d for d in AUTO_ORDER if built(heads, head_dim, block_size, d)), AUTO_ORDER[-1])
 
-    def entry(self, heads: int, head_dim: int, block_size: int, variant: str | None = None,
+    def entry(self, heads: int, head_dim: int, block_size: int, design: str | None = None,
               fp8_format: str = "e4m3fn") -> dict | None:
-        return super().entry(heads, head_dim, block_size, self.resolve(heads, head_dim, block_size, variant),
+        return super().entry(heads, head_dim, block_size, self.resolve(heads, head_dim, block_size, design),
                              fp8_format)
 
     def choose(self, p: PagedProblem, compute_units: int, split_n: int = 0, num_warps: int = 0,
-               variant: str | None = None) -> dict:
+               design: str | None = None) -> dict:
         """split_n: :func:`best_split` over the resident blocks (shared memory, registers of the next_n's kernel,
         at most MAX_BLOCKS_PER_SM per SM), never fewer than :func:`min_tiles_per_split` tiles per split at
         max_context_len."""
-        variant = self.resolve(p.heads, p.head_dim, p.block_size, variant)
-        shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, variant)
+        design = self.resolve(p.heads, p.head_dim, p.block_size, design)
+        shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, design)
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
-        threads = pk.TARGETS[self.arch].threads(variant)
+        threads = pk.TARGETS[self.arch].threads(design)
         if not split_n:
-            entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
+            entry = self.entry(p.heads, p.head_dim, p.block_size, design)
             regs = 128
             if entry:
                 res = entry.get("resources_by_next_n", {}).get(str(p.next_n), entry["resources"])
@@ -79,19 +79,19 @@ class PagedSm90Family(PagedGfx950Family):
             tiles = -(-p.max_context_len // pk.SM90_TILE)
             slots = per_sm * compute_units
             split_n = best_split(p.batch, tiles, slots, min_tiles_per_split(p.batch, tiles, slots))
-        return {"num_warps": 4, "split_n": split_n, "lds": shared, "variant": variant, "threads": threads}
+        return {"num_warps": 4, "split_n": split_n, "lds": shared, "design": design, "threads": threads}
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
-             num_warps: int = 0, variant: str | None = None) -> LaunchPlan:
-        self.variant(variant, p.fp8_format)  # refuses e4m3fnuz: Hopper's fp8 is e4m3fn
-        variant = self.resolve(p.heads, p.head_dim, p.block_size, variant)
-        entry = self.entry(p.heads, p.head_dim, p.block_size, variant)
+             num_warps: int = 0, design: str | None = None) -> LaunchPlan:
+        self.design(design, p.fp8_format)  # refuses e4m3fnuz: Hopper's fp8 is e4m3fn
+        design = self.resolve(p.heads, p.head_dim, p.block_size, design)
+        entry = self.entry(p.heads, p.head_dim, p.block_size, design)
         if entry is None:
             raise ValueError(f"(num_heads, head_dim, block_size): no sm_90a decode kernel for "
                              f"({p.heads}, {p.head_dim}, {p.block_size})")
         if not 0 <= split_n <= MAX_SPLIT_N:
             raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {split_n}")
-        cfg = self.choose(p, compute_units, split_n, num_warps, variant)
+        cfg = self.choose(p, compute_units, split_n, num_warps, design)
         flags = (pk.FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (pk.FLAG_CONTEXT_LENS_2D if p.context_lens_2d else 0)
         values = {
             "q": ptrs.q, "kv_cache": ptrs.kv_cache, "weights": ptrs.weights, "context_lens": ptrs.context_lens,

@@ -16,14 +16,14 @@ import numpy as np
 from .grading import LOGIT_EPS as EPS  # noqa: F401  (the default designs' gate; tests import it from here)
 from .grading import logit_gate
 
-def design_eps(arch: str, variant: str | None = None) -> float:
+def design_eps(arch: str, design: str | None = None) -> float:
     """The per-logit gate of a decode design (None = the target's default design): the family module's
     LOGIT_EPS, as prefill's designs keep theirs (rawindexer.dispatch.gfx950 / sm90)."""
     from ..dispatch import paged_gfx942, paged_gfx950, paged_sm90
     from ..paged_kernels import TARGETS
 
     table = {"gfx950": paged_gfx950.LOGIT_EPS, "gfx942": paged_gfx942.LOGIT_EPS, "sm_90a": paged_sm90.LOGIT_EPS}[arch]
-    return table[TARGETS[arch].default_variant if variant is None else variant]
+    return table[TARGETS[arch].default_design if design is None else design]
 
 
 @dataclass(frozen=True)

@@ -51,15 +51,15 @@ def _cuda_available() -> bool:
         return False
 
 
-VARIANTS = ("f16", "fp8", "tma")
+DESIGNS = ("f16", "fp8", "tma")
 #: designs built for some block sizes only (rawindexer.paged_kernels: "tma" is block size 64)
 TOP_K = 2048
 
 
-def builds(variant: str, block_size: int) -> bool:
+def builds(design: str, block_size: int) -> bool:
     from rawindexer import paged_kernels as pk
 
-    return any(i.block_size == block_size for i in pk.TARGETS["sm_90a"].instances_of(variant))
+    return any(i.block_size == block_size for i in pk.TARGETS["sm_90a"].instances_of(design))
 
 
 def topk_recall(got: np.ndarray, ref: np.ndarray, lengths: np.ndarray, k: int = TOP_K) -> float:
@@ -109,24 +109,24 @@ SWEEP = list(itertools.product(HEADS, DIMS, BLOCK_SIZES, NEXT_N, (False, True), 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU and torch")
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("design", DESIGNS)
 @pytest.mark.parametrize("heads,head_dim,block_size,next_n,two_d,clean", SWEEP)
-def test_sweep(rng, heads, head_dim, block_size, next_n, two_d, clean, variant):
-    if not builds(variant, block_size):
-        pytest.skip(f"{variant} is not built for block size {block_size}")
+def test_sweep(rng, heads, head_dim, block_size, next_n, two_d, clean, design):
+    if not builds(design, block_size):
+        pytest.skip(f"{design} is not built for block size {block_size}")
     case = make_case(rng, ragged_lengths(block_size, LONG[block_size]), next_n=next_n, heads=heads,
                      head_dim=head_dim, block_size=block_size, two_d=two_d, share_blocks=True)
-    ok, msg = run_case(case, clean, variant=variant)
+    ok, msg = run_case(case, clean, variant=design)
     assert ok, msg
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU and torch")
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("design", DESIGNS)
 @pytest.mark.parametrize("split_n", [1, 2, 7, 40])
-def test_forced_splits(rng, split_n, variant):
+def test_forced_splits(rng, split_n, design):
     case = make_case(rng, [5000, 0, 64, 4097], next_n=2, heads=64, head_dim=128, block_size=64, share_blocks=True)
-    ok, msg = run_case(case, True, split_n=split_n, variant=variant)
+    ok, msg = run_case(case, True, split_n=split_n, variant=design)
     assert ok, msg
 
 
@@ -280,7 +280,8 @@ def test_second_gpu(rng):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="H=64, D=128 only")
-    parser.add_argument("--variant", choices=VARIANTS, action="append", help="default: all")
+    parser.add_argument("--design", "--variant", choices=DESIGNS, action="append",
+                        help="default: all (--variant: its older name)")
     parser.add_argument("--checks-only", action="store_true",
                         help="skip the sweep: only the graph, allocation and (two GPUs) cuda:1 checks")
     parser.add_argument("--log", type=Path)
@@ -295,14 +296,14 @@ def main() -> int:
             continue
         case = make_case(rng, ragged_lengths(bs, LONG[bs]), next_n=next_n, heads=heads, head_dim=head_dim,
                          block_size=bs, two_d=two_d, share_blocks=True)
-        for variant in args.variant or VARIANTS:
-            if not builds(variant, bs):
+        for design in args.design or DESIGNS:
+            if not builds(design, bs):
                 continue
-            ok, msg = run_case(case, clean, variant=variant)
+            ok, msg = run_case(case, clean, variant=design)
             recall = float(msg.split("recall ")[1].split(",")[0])
-            worst_recall[variant] = min(worst_recall.get(variant, 1.0), recall)
+            worst_recall[design] = min(worst_recall.get(design, 1.0), recall)
             failed += not ok
-            lines.append(f"{'PASS' if ok else 'FAIL'} {variant} H={heads} D={head_dim} bs={bs} next_n={next_n} "
+            lines.append(f"{'PASS' if ok else 'FAIL'} {design} H={heads} D={head_dim} bs={bs} next_n={next_n} "
                          f"{'2d' if two_d else '1d'} clean={int(clean)}: {msg}")
             print(lines[-1], flush=True)
     checks = [check_graph_replay, check_allocated_output]
@@ -318,8 +319,8 @@ def main() -> int:
             failed += 1
             lines.append(f"FAIL {check.__name__}: {type(exc).__name__}: {exc}")
         print(lines[-1], flush=True)
-    for variant, recall in worst_recall.items():
-        lines.append(f"worst top-{TOP_K} recall (k = min({TOP_K}, row length)) vs the float64 reference, {variant}: "
+    for design, recall in worst_recall.items():
+        lines.append(f"worst top-{TOP_K} recall (k = min({TOP_K}, row length)) vs the float64 reference, {design}: "
                      f"{recall:.4f}")
         print(lines[-1])
     runs = sum(line.startswith(("PASS", "FAIL")) for line in lines)

@@ -100,3 +100,27 @@ def test_a_manifest_with_the_older_design_keys_still_loads(tmp_path):
         loaded = load_target(t, tmp_path)["kernels"]
         assert {s: e["params"]["design"] for s, e in loaded.items()} == \
             {s: e["params"]["design"] for s, e in MANIFEST["targets"][t]["kernels"].items()}
+
+
+def test_a_decode_manifest_with_the_older_design_key_still_loads(tmp_path):
+    """Kernel folders built before the decode manifest said params.design (it said params.variant) load with the
+    design read from the older key, and the dispatch still finds each design's kernel in them."""
+    from rawindexer.dispatch.paged_gfx942 import PagedGfx942Family
+    from rawindexer.dispatch.paged_gfx950 import PagedGfx950Family
+    from rawindexer.dispatch.paged_sm90 import PagedSm90Family
+
+    shipped = MANIFEST["ops"][registry.PAGED]
+    old = {"ops": {registry.PAGED: {t: {**target, "kernels": {
+        s: {**e, "params": {("variant" if k == "design" else k): v for k, v in e["params"].items()}}
+        for s, e in target["kernels"].items()}} for t, target in shipped.items()}}}
+    assert all("variant" in e["params"] and "design" not in e["params"]
+               for target in old["ops"][registry.PAGED].values() for e in target["kernels"].values())
+    (tmp_path / "manifest.json").write_text(json.dumps(old))
+    for family in (PagedGfx950Family(tmp_path), PagedGfx942Family(tmp_path), PagedSm90Family(tmp_path)):
+        loaded = family.target["kernels"]
+        assert {s: e["params"]["design"] for s, e in loaded.items()} == \
+            {s: e["params"]["design"] for s, e in shipped[family.arch]["kernels"].items()}
+        spec = paged_kernels.TARGETS[family.arch]
+        for inst, design in registry.INSTANCES[registry.PAGED][family.arch]:
+            entry = family.entry(inst.heads, inst.head_dim, inst.block_size, design)
+            assert entry["symbol"] == spec.symbol(inst, design) and entry["params"]["design"] == design

@@ -193,23 +193,23 @@ def test_sm90_plans_fit_the_sm(rng):
     for heads, head_dim, next_n in itertools.product(pk.HEADS, pk.HEAD_DIMS, range(1, 5)):
         batch, ctx = int(rng.integers(1, 300)), int(rng.integers(1, 200_000))
         p = PagedProblem(batch, next_n, heads, head_dim, 64, ctx, -(-ctx // 64), ctx, True, False, "e4m3fn", 4096)
-        for variant in ("f16", "fp8", "tma"):
-            plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, variant=variant)
-            assert plan.shared_mem == pk.sm90_shared_bytes(heads, head_dim, next_n, variant) <= SHARED_PER_SM
-            assert plan.grid[0] == batch and plan.block == (pk.TARGETS["sm_90a"].threads(variant), 1, 1)
+        for design in ("f16", "fp8", "tma"):
+            plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design=design)
+            assert plan.shared_mem == pk.sm90_shared_bytes(heads, head_dim, next_n, design) <= SHARED_PER_SM
+            assert plan.grid[0] == batch and plan.block == (pk.TARGETS["sm_90a"].threads(design), 1, 1)
             # small batches may split down to one tile; where MIN_TILES_PER_SPLIT-tile splits fill every
             # possible resident block (132 SMs x MAX_BLOCKS_PER_SM) the floor holds
             tiles = -(-ctx // 64)
             floor = MIN_TILES_PER_SPLIT if batch * -(-tiles // MIN_TILES_PER_SPLIT) >= 132 * MAX_BLOCKS_PER_SM else 1
             assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= floor
             # one kernel per next_n in the cubin (its own register allocation), one manifest entry per design
-            assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_{variant}_n{next_n}"
+            assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_{design}_n{next_n}"
         # the default ("auto"): tma at block size 64, f16 at the block sizes tma is not built for
         assert family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_tma_n{next_n}")
         p16 = PagedProblem(batch, next_n, heads, head_dim, 16, ctx, -(-ctx // 16), ctx, True, False, "e4m3fn", 4096)
         assert family.plan(p16, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_f16_n{next_n}")
         with pytest.raises(ValueError, match="^variant:"):
-            family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, variant="bf16")
+            family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="bf16")
 
 
 @pytest.mark.parametrize("split_n,num_warps", [(1, 1), (3, 2), (2, 4)])
@@ -316,7 +316,7 @@ def test_every_decode_design_has_a_gate():
     from rawindexer.testing.paged_grading import design_eps
 
     for arch, target in pk.TARGETS.items():
-        assert all(0 < design_eps(arch, v) <= 2e-3 for v in target.variants)
+        assert all(0 < design_eps(arch, d) <= 2e-3 for d in target.designs)
         assert design_eps(arch) == (2e-3 if arch == "sm_90a" else PREFILL_EPS)
     assert design_eps("sm_90a", "f16") == PREFILL_EPS
 

@@ -26,7 +26,7 @@ def _has_tma() -> bool:
     except KernelNotBuiltError:
         return False
     kernels = manifest.get("ops", {}).get(pk.OP, {}).get("sm_90a", {}).get("kernels", {})
-    return any(k["params"].get("variant") == "tma" for k in kernels.values())
+    return any(k["params"].get("design") == "tma" for k in kernels.values())
 
 
 needs_tma = pytest.mark.skipif(not _has_tma(), reason="the kernels have no sm_90a decode tma build (make)")
@@ -71,7 +71,7 @@ def test_tma_plan_carries_the_map_of_its_cache(encoder, heads, next_n):
     family = paged._family("sm_90a")
     p = PagedProblem(8, next_n, heads, 128, 64, 32768, 512, 32768, True, False, "e4m3fn", 4096)
     ptrs = PagedPointers(*[0x100000 * (i + 1) for i in range(6)])
-    plan = family.plan(p, ptrs, 132, variant="tma")
+    plan = family.plan(p, ptrs, 132, design="tma")
     assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d128_bs64_tma_n{next_n}"
     assert plan.block == (pk.SM90_TMA_THREADS, 1, 1) and plan.grid[0] == 8
     assert plan.shared_mem == pk.sm90_shared_bytes(heads, 128, next_n, "tma") <= 227 * 1024
@@ -86,7 +86,7 @@ def test_tma_refuses_other_block_sizes_by_name(encoder):
     family = paged._family("sm_90a")
     p = PagedProblem(8, 1, 64, 128, 16, 4096, 256, 4096, True, False, "e4m3fn", 4096)
     with pytest.raises(ValueError, match=r"^\(num_heads, head_dim, block_size\): no sm_90a decode kernel"):
-        family.plan(p, PagedPointers(*[0x100000 * (i + 1) for i in range(6)]), 132, variant="tma")
+        family.plan(p, PagedPointers(*[0x100000 * (i + 1) for i in range(6)]), 132, design="tma")
 
 
 @needs_tma
