@@ -38,7 +38,7 @@ def default_symbols(kernels: Path | None = None) -> list[str]:
     out = list(HEADLINE)
     for heads, head_dim in sorted(family.supported_shapes("seed"), key=lambda s: (s[1], s[0]), reverse=True):
         for design in DESIGNS:
-            if not family.variants(heads, head_dim, design):
+            if not family.instances(heads, head_dim, design):
                 continue
             problem = Problem(4096, 32768, heads, head_dim, 32768, True)
             cfg = family.choose(problem, Tunables(variant=design), compute_units=256)
@@ -61,8 +61,8 @@ def gfx942_symbols(kernels: Path | None = None) -> list[str]:
         for fmt in family.fp8_formats:
             problem = Problem(4096, 32768, heads, head_dim, 32768, True, fmt)
             cfg = family.choose(problem, Tunables(), compute_units=304)
-            variants = family.variants(heads, head_dim, "seed", fmt)
-            out.append(variants[(cfg["block_m"], 2 if cfg["unroll2"] else 1)]["symbol"])
+            instances = family.instances(heads, head_dim, "seed", fmt)
+            out.append(instances[(cfg["block_m"], 2 if cfg["unroll2"] else 1)]["symbol"])
     return out
 
 

@@ -1,4 +1,4 @@
-"""Host side of kernels/fp8_mqa_logits.hip on gfx950: variant choice, launch geometry, kernargs.
+"""Host side of kernels/fp8_mqa_logits.hip on gfx950: design and instance choice, launch geometry, kernargs.
 
 Four kernel designs are built (rawindexer/registry.py declares them):
 
@@ -57,7 +57,7 @@ class Gfx950Family(KernelFamily):
     deprecated_design_env = "RAWINDEXER_GFX950_PATH"  # the variable's older name, still read
 
     # ---- what is built ----
-    def variants(self, heads: int, head_dim: int, design: str | None = None,
+    def instances(self, heads: int, head_dim: int, design: str | None = None,
                  fp8_format: str | None = None) -> dict[tuple[int, int], dict]:
         """{(block_m, unroll): manifest entry} of the built instances of one design serving (heads, head_dim)
         for q / k bytes in ``fp8_format`` (default: the target's own, ``fp8_formats[0]``)."""
@@ -72,7 +72,7 @@ class Gfx950Family(KernelFamily):
         return out
 
     def is_supported(self, heads: int, head_dim: int) -> bool:
-        return any(self.variants(heads, head_dim, design) for design in self.designs)
+        return any(self.instances(heads, head_dim, design) for design in self.designs)
 
     def design(self, tunables: Tunables | None = None, heads: int = 32, head_dim: int = 128) -> str:
         """The design in use: ``tunables.variant``, else RAWINDEXER_GFX950_DESIGN, else the first of
@@ -86,12 +86,12 @@ class Gfx950Family(KernelFamily):
             if design:
                 return design
         for design in self.default_designs:
-            if self.variants(heads, head_dim, design):
+            if self.instances(heads, head_dim, design):
                 return design
         return self.default_designs[-1]
 
     # ---- the host heuristic ----
-    def default_block_m(self, variants: dict, design: str = "seed") -> int:
+    def default_block_m(self, instances: dict, design: str = "seed") -> int:
         """The largest BLOCK_M whose kernels (every unroll built for it) reach :data:`TARGET_WAVES`
         waves/SIMD without spilling; where none does, the one with the most waves (then the largest).
 
@@ -103,7 +103,7 @@ class Gfx950Family(KernelFamily):
         bf16 MFMA-reduce designs (built at power-of-two BLOCK_M): H=32 -> 4, H=64, D=128 -> 2, H=128, D=128 -> 1.
         """
         by_bm: dict[int, list[dict]] = {}
-        for (bm, _u), e in variants.items():
+        for (bm, _u), e in instances.items():
             by_bm.setdefault(bm, []).append(e["resources"])
 
         def waves(bm: int) -> int:
@@ -142,8 +142,8 @@ class Gfx950Family(KernelFamily):
         Unmeasured: no gfx950 here.
         """
         design = self.design(tunables, problem.heads, problem.head_dim)
-        variants = self.variants(problem.heads, problem.head_dim, design, problem.fp8_format)
-        block_m = tunables.block_m or self.default_block_m(variants, design)
+        instances = self.instances(problem.heads, problem.head_dim, design, problem.fp8_format)
+        block_m = tunables.block_m or self.default_block_m(instances, design)
         square_short = problem.M == problem.N and problem.N in (1024, 4096, 8192)
         if tunables.num_warps:
             num_warps = tunables.num_warps
@@ -153,7 +153,7 @@ class Gfx950Family(KernelFamily):
             num_warps = 1 if problem.N < 1024 else 2 if problem.N < 4096 else 4
         row_blocks = -(-problem.M // block_m)
         tiles = -(-problem.N // TILE_N)
-        occupancy = min((e["resources"]["waves_per_simd"] for (bm, _), e in variants.items() if bm == block_m),
+        occupancy = min((e["resources"]["waves_per_simd"] for (bm, _), e in instances.items() if bm == block_m),
                         default=2)
         if tunables.split_n:
             split_n = tunables.split_n
@@ -165,7 +165,7 @@ class Gfx950Family(KernelFamily):
         if tunables.unroll2 is not None:
             unroll2 = tunables.unroll2
         else:
-            unroll2 = design == "seed" and tiles_per_warp >= 8 and (block_m, 2) in variants
+            unroll2 = design == "seed" and tiles_per_warp >= 8 and (block_m, 2) in instances
         reverse = tunables.reverse_rows if tunables.reverse_rows is not None else problem.N > 2048
         return {"block_m": block_m, "num_warps": num_warps, "split_n": split_n,
                 "unroll2": bool(unroll2), "reverse_rows": bool(reverse)}
@@ -184,27 +184,27 @@ class Gfx950Family(KernelFamily):
         if problem.fp8_format not in self.fp8_formats:
             raise ValueError(f"fp8_format: expected {' or '.join(self.fp8_formats)} for the {self.arch} kernel, got "
                              f"{problem.fp8_format!r} ({self.fp8_format_note})")
-        variants = self.variants(problem.heads, problem.head_dim, design, problem.fp8_format)
-        if not variants:
+        instances = self.instances(problem.heads, problem.head_dim, design, problem.fp8_format)
+        if not instances:
             raise ValueError(f"(num_heads, head_dim): no {self.arch} {design!r} kernel for ({problem.heads}, "
                              f"{problem.head_dim}); built: {sorted(self.supported_shapes(design))}")
-        if tunables.block_m and (tunables.block_m, 1) not in variants:
-            raise ValueError(f"block_m: expected 0 (heuristic) or one of {sorted({bm for bm, _ in variants})} for "
+        if tunables.block_m and (tunables.block_m, 1) not in instances:
+            raise ValueError(f"block_m: expected 0 (heuristic) or one of {sorted({bm for bm, _ in instances})} for "
                              f"heads={problem.heads}, head_dim={problem.head_dim}, got {tunables.block_m}")
         if not 0 <= tunables.num_warps <= MAX_WARPS:
             raise ValueError(f"num_warps: expected 0 (heuristic) or 1..{MAX_WARPS}, got {tunables.num_warps}")
         if not 0 <= tunables.split_n <= MAX_SPLIT_N:
             raise ValueError(f"split_n: expected 0 (heuristic) or 1..{MAX_SPLIT_N}, got {tunables.split_n}")
         if tunables.unroll2 and design != "seed":
-            raise ValueError(f"unroll2: expected None or False for variant {design!r}, whose loop always keeps the "
+            raise ValueError(f"unroll2: expected None or False for design {design!r}, whose loop always keeps the "
                              f"next tile in flight (unroll2 selects the seed design's two-tile loop), got True")
         cfg = self.choose(problem, tunables, compute_units)
         # The MFMA-reduce designs have one instance per BLOCK_M (their loop always walks two tiles).
         key = (cfg["block_m"], 2 if cfg["unroll2"] and design == "seed" else 1)
-        if key not in variants:
+        if key not in instances:
             raise ValueError(f"unroll2: expected None or False at block_m={cfg['block_m']}, heads={problem.heads}, "
                              f"head_dim={problem.head_dim} (that instantiation is not built: it spills), got True")
-        entry = variants[key]
+        entry = instances[key]
         cfg = {**cfg, "design": design, "fp8_format": problem.fp8_format}
         flags = (FLAG_CLEAN_LOGITS if problem.clean_logits else 0) | (FLAG_REVERSE_ROWS if cfg["reverse_rows"] else 0)
         values = {

@@ -119,7 +119,7 @@ class Sm90Family(KernelFamily):
             return tmas
         return wg
 
-    def _variants(self, heads: int, head_dim: int) -> dict[int, str]:
+    def _instances(self, heads: int, head_dim: int) -> dict[int, str]:
         """BLOCK_M -> symbol for one (heads, head_dim) of this design."""
         found = {}
         for symbol, k in self.target["kernels"].items():
@@ -131,14 +131,14 @@ class Sm90Family(KernelFamily):
     def is_supported(self, heads: int, head_dim: int) -> bool:
         if self.design == AUTO:
             return any(f.is_supported(heads, head_dim) for f in self._members.values())
-        return bool(self._variants(heads, head_dim))
+        return bool(self._instances(heads, head_dim))
 
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
         if self.design == AUTO:
             return self._auto_member(problem, tunables).plan(problem, tunables, pointers, compute_units)
         p, t = problem, tunables
-        variants = self._variants(p.heads, p.head_dim)
-        if not variants:
+        instances = self._instances(p.heads, p.head_dim)
+        if not instances:
             raise ValueError(f"sm_90a has no {self.design} kernel for heads={p.heads}, head_dim={p.head_dim} "
                              f"(built: {sorted({(k['params']['heads'], k['params']['head_dim']) for k in self.target['kernels'].values()})})")
         check_sizes(p.M, p.N, p.out_row_stride)
@@ -150,23 +150,23 @@ class Sm90Family(KernelFamily):
 
         # BLOCK_M: wgmma N = BLOCK_M * heads; default N = DEFAULT_N (mma: the one built BLOCK_M).
         if t.block_m:
-            if t.block_m not in variants:
+            if t.block_m not in instances:
                 raise ValueError(f"block_m={t.block_m} not built for heads={p.heads}, head_dim={p.head_dim} "
-                                 f"({self.design}); choose from {sorted(variants)}")
+                                 f"({self.design}); choose from {sorted(instances)}")
             block_m = t.block_m
         elif self.design in WS_CONSUMERS:
-            block_m = min(variants, key=lambda bm: abs(bm // WS_CONSUMERS[self.design] * p.heads - DEFAULT_N))
+            block_m = min(instances, key=lambda bm: abs(bm // WS_CONSUMERS[self.design] * p.heads - DEFAULT_N))
         elif self.design != "mma":
-            block_m = min(variants, key=lambda bm: abs(bm * p.heads - DEFAULT_N))
+            block_m = min(instances, key=lambda bm: abs(bm * p.heads - DEFAULT_N))
         else:
-            block_m = max(variants)
+            block_m = max(instances)
 
         if self.design in WS_CONSUMERS:
             warps = 4 * (1 + WS_CONSUMERS[self.design])
             if t.num_warps not in (0, None, warps):
                 raise ValueError(f"num_warps must be {warps} for design {self.design!r} (producer + "
                                  f"{WS_CONSUMERS[self.design]} consumer warpgroups), got {t.num_warps}")
-            return self._plan_ws(p, t, pointers, compute_units, variants[block_m], block_m)
+            return self._plan_ws(p, t, pointers, compute_units, instances[block_m], block_m)
         if t.num_warps:
             if not 1 <= t.num_warps <= MAX_WARPS or (self.design != "mma" and t.num_warps % 4):
                 raise ValueError(f"num_warps must be in 1..{MAX_WARPS}"
@@ -196,7 +196,7 @@ class Sm90Family(KernelFamily):
         stages = 4 if self.design.endswith("4") else SS_STAGES
         shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.design] * p.head_dim if self.design in SS_DESIGNS else 0
 
-        return self._launch_plan(variants[block_m], p, t, pointers, block_m, row_blocks, split_n, num_warps, shared_mem)
+        return self._launch_plan(instances[block_m], p, t, pointers, block_m, row_blocks, split_n, num_warps, shared_mem)
 
     def _launch_plan(self, symbol: str, p: Problem, t: Tunables, pointers: Pointers, block_m: int, row_blocks: int,
                      split_n: int, num_warps: int, shared_mem: int) -> LaunchPlan:

@@ -45,7 +45,7 @@ def fuzz_case(rng, variant=None):
     family = Gfx950Family()
     H, D = HEAD_SHAPES[int(rng.integers(len(HEAD_SHAPES)))]
     design = family.design(Tunables(variant=variant), H, D)
-    block_ms = sorted({bm for bm, _ in family.variants(H, D, design)})
+    block_ms = sorted({bm for bm, _ in family.instances(H, D, design)})
     block_m = int(rng.choice(block_ms)) if rng.random() < 0.5 else 0
     M, N = int(rng.integers(1, 12)), int(rng.integers(1, 160))
     ops = fuzz_inputs(rng, M, N, H, D)

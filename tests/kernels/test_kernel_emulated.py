@@ -110,7 +110,7 @@ def _tunable_grid():
     grid = []
     for design in DESIGNS:
         for h, d in HEAD_SHAPES:
-            for bm in sorted({bm for bm, _ in family.variants(h, d, design)}):
+            for bm in sorted({bm for bm, _ in family.instances(h, d, design)}):
                 grid.append((design, h, d, bm))
     return grid
 
@@ -121,7 +121,7 @@ def test_tunables(rng, variant, heads, head_dim, block_m):
     # unroll2, reverse_rows), so repeated runs cover the whole grid.
     split_n = int(rng.integers(1, 5))
     num_warps = int(rng.integers(1, 9))
-    built = {u for bm, u in Gfx950Family().variants(heads, head_dim, variant) if bm == block_m}
+    built = {u for bm, u in Gfx950Family().instances(heads, head_dim, variant) if bm == block_m}
     unroll2 = bool(rng.integers(2)) if variant == "seed" and 2 in built else None  # MFMA-reduce loops always pipeline
     reverse = bool(rng.integers(2))
     mode = WINDOW_MODES[int(rng.integers(len(WINDOW_MODES)))]

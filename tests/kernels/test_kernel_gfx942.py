@@ -356,7 +356,7 @@ def fuzz_case_gfx942(rng, fmt):
     else:
         flat = ops["k_fp8"].reshape(-1)
         flat[rng.choice(flat.size, max(1, flat.size // 20), replace=False)] = 0x80   # -0 in K
-    block_ms = sorted({bm for bm, _ in family_for(ARCH).variants(H, D, "seed", fmt)})
+    block_ms = sorted({bm for bm, _ in family_for(ARCH).instances(H, D, "seed", fmt)})
     tunables = dict(block_m=int(rng.choice(block_ms)) if rng.random() < 0.5 else 0, split_n=int(rng.integers(0, 4)),
                     num_warps=int(rng.integers(0, 5)), reverse_rows=bool(rng.integers(2)))
     clean = bool(rng.integers(2))

@@ -26,7 +26,7 @@ def _grid():
     out = []
     for design in DESIGNS:
         for h, d in ((32, 128), (32, 64), (64, 128), (128, 64)):
-            for bm in sorted({bm for bm, _ in family.variants(h, d, design)}):
+            for bm in sorted({bm for bm, _ in family.instances(h, d, design)}):
                 out.append((design, h, d, bm))
     return out
 
