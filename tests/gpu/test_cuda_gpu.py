@@ -12,7 +12,7 @@ Cases dropped for lack of memory are listed by name. The NaN/Inf contract (docs/
 tests below: a non-finite value in one row's q or weights changes no other row, bitwise.
 
 Also runnable as a script (what the device runs): ``python tests/gpu/test_cuda_gpu.py [--quick|--full]
-[--sanitizer-subset] [--log FILE]``.
+[--sanitizer-subset] [--racecheck-subset] [--designs a,b] [--log FILE]``.
 """
 from __future__ import annotations
 
@@ -505,6 +505,8 @@ def main() -> int:
     parser.add_argument("--interop", action="store_true", help="only the torch / CuPy / JAX interop checks")
     parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api and mma)")
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
+    parser.add_argument("--racecheck-subset", action="store_true",
+                        help="smaller still, for compute-sanitizer's racecheck (two shapes, H 32, D 128, two windows)")
     parser.add_argument("--log", type=Path, default=None)
     args = parser.parse_args()
     logf = open(args.log, "w") if args.log else None
@@ -536,7 +538,9 @@ def main() -> int:
                 log(f"{'PASS' if ok else 'FAIL'} {msg}")
         log(f"interop: {fails} failing check(s)")
         return 1 if fails else 0
-    if args.sanitizer_subset:
+    if args.racecheck_subset:
+        runs = [([(17, 76), (128, 1024)], (32,), (128,), ("causal", "multi_req"), "api")]
+    elif args.sanitizer_subset:
         runs = [([(17, 76), (61, 1024), (128, 64)], (32, 64), DIMS, MODES, "api")]
     elif args.full:
         runs = [(SHAPES, HEADS, DIMS, MODES, "api")]
@@ -544,6 +548,9 @@ def main() -> int:
         runs = [([s for s in SHAPES if s[0] * s[1] <= 2_000_000], HEADS, DIMS, MODES, "api")]
     designs = [d for d in args.designs.split(",") if d] + (["mma"] if args.mma and "mma" not in args.designs else [])
     for design in designs:
+        if args.racecheck_subset:
+            runs.append((runs[0][0], (32,), (128,), ("causal", "multi_req"), design))
+            continue
         small = [(17, 76), (61, 1024), (128, 64)] if args.sanitizer_subset else [(17, 76), (61, 1024), (1024, 1560),
                                                                                  (128, 1024)]
         runs.append((small, (32, 64) if args.sanitizer_subset else HEADS, DIMS, MODES, design))
