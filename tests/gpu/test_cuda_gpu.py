@@ -538,22 +538,18 @@ def main() -> int:
                 log(f"{'PASS' if ok else 'FAIL'} {msg}")
         log(f"interop: {fails} failing check(s)")
         return 1 if fails else 0
+    # (shapes, heads, dims, modes) of the default's run, and of each design named by --designs / --mma
+    designs_small = ([(17, 76), (61, 1024), (1024, 1560), (128, 1024)], HEADS, DIMS, MODES)
     if args.racecheck_subset:
-        runs = [([(17, 76), (128, 1024)], (32,), (128,), ("causal", "multi_req"), "api")]
+        default = designs_small = ([(17, 76), (128, 1024)], (32,), (128,), ("causal", "multi_req"))
     elif args.sanitizer_subset:
-        runs = [([(17, 76), (61, 1024), (128, 64)], (32, 64), DIMS, MODES, "api")]
+        default = designs_small = ([(17, 76), (61, 1024), (128, 64)], (32, 64), DIMS, MODES)
     elif args.full:
-        runs = [(SHAPES, HEADS, DIMS, MODES, "api")]
+        default = (SHAPES, HEADS, DIMS, MODES)
     else:
-        runs = [([s for s in SHAPES if s[0] * s[1] <= 2_000_000], HEADS, DIMS, MODES, "api")]
+        default = ([s for s in SHAPES if s[0] * s[1] <= 2_000_000], HEADS, DIMS, MODES)
     designs = [d for d in args.designs.split(",") if d] + (["mma"] if args.mma and "mma" not in args.designs else [])
-    for design in designs:
-        if args.racecheck_subset:
-            runs.append((runs[0][0], (32,), (128,), ("causal", "multi_req"), design))
-            continue
-        small = [(17, 76), (61, 1024), (128, 64)] if args.sanitizer_subset else [(17, 76), (61, 1024), (1024, 1560),
-                                                                                 (128, 1024)]
-        runs.append((small, (32, 64) if args.sanitizer_subset else HEADS, DIMS, MODES, design))
+    runs = [(*default, "api")] + [(*designs_small, design) for design in designs]
     all_failures: list[str] = []
     summary = []
     for shapes, heads, dims, modes, design in runs:
