@@ -6,7 +6,6 @@ Covered: fp8_paged_mqa_logits and PagedIndexer on ROCm producer arrays (queued o
 loaded once, results bitwise the emulator backend's and graded), the bound launch relaunching on rewritten buffers,
 launch_paged with raw pointers and padded rows, mixed ROCm / CPU arrays refused before anything is queued.
 """
-import ctypes
 
 import numpy as np
 import pytest
@@ -18,45 +17,15 @@ except ImportError as exc:  # pragma: no cover - CI installs hip-python
                 f"pip install 'hip-python~=7.2'", allow_module_level=True)
 
 import rawindexer
-import rawindexer.api as api
 from hip_standin import runtime
+from hip_standin.fixtures import hipb, peek, standin, streams  # noqa: F401 -- pytest fixtures
 from hip_standin.producer import RocmArray, check
-from rawindexer.backends import get_backend
 from rawindexer.testing.paged_cases import make_case
 from rawindexer.testing.paged_grading import grade_paged
 from rawindexer.testing.paged_reference import fp8_paged_mqa_logits_ref
 from rawindexer.validation import ValidationError
 
 NAMES = ("q", "kv_cache", "weights", "context_lens", "block_table")
-
-
-@pytest.fixture(scope="module")
-def standin():
-    runtime.build()  # `make hip-standin`: rebuilds a stale library, a no-op otherwise
-    return runtime.install()
-
-
-@pytest.fixture
-def hipb(standin):
-    """The hip backend with rawindexer's cached hip state (both ops) dropped around the test."""
-    api.reset_caches("hip")
-    yield get_backend("hip")
-    api.reset_caches("hip")
-    standin.configure()
-
-
-@pytest.fixture
-def streams(standin):
-    made = [int(check(hip.hipStreamCreate(), "hipStreamCreate")) for _ in range(2)]
-    yield made
-    for s in made:
-        check(hip.hipStreamDestroy(s), "hipStreamDestroy")
-
-
-def peek(ptr, shape, dtype=np.float32):
-    """Device memory read without synchronising (the stand-in's device memory is host memory)."""
-    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    return np.frombuffer(ctypes.string_at(ptr, n), dtype).reshape(shape).copy()
 
 
 def emulator_result(case, clean, **tunables):

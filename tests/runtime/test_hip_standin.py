@@ -27,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - CI installs hip-python
 import rawindexer
 import rawindexer.api as api
 from hip_standin import runtime
+from hip_standin.fixtures import hipb, peek, standin, streams  # noqa: F401 -- pytest fixtures
 from hip_standin.producer import RocmArray, check
 from rawindexer import dlpack
 from rawindexer.backends import get_backend
@@ -38,31 +39,6 @@ from rawindexer.testing.windows import make_windows
 
 ROOT = runtime.ROOT
 OPERANDS = ["q_fp8", "k_fp8", "kv_scale", "weights", "cu_seqlen_ks", "cu_seqlen_ke"]
-
-
-@pytest.fixture(scope="module")
-def standin():
-    runtime.build()  # `make hip-standin`: rebuilds a stale library, a no-op otherwise
-    return runtime.install()
-
-
-@pytest.fixture
-def hipb(standin):
-    """The process-wide hip backend, with rawindexer's cached hip modules and Indexers dropped around the test
-    (a test that changes the device's target must see hipModuleLoadData called)."""
-    api.reset_caches("hip")
-    yield get_backend("hip")
-    api.reset_caches("hip")
-    standin.configure()
-
-
-@pytest.fixture
-def streams(standin):
-    """Two fresh streams (producer, consumer), destroyed afterwards."""
-    made = [int(check(hip.hipStreamCreate(), "hipStreamCreate")) for _ in range(2)]
-    yield made
-    for s in made:
-        check(hip.hipStreamDestroy(s), "hipStreamDestroy")
 
 
 def inputs(rng, M, N, H, D, mode):
@@ -77,12 +53,6 @@ def emulator_result(ops, clean, **tunables):
     out = np.full((ops["q_fp8"].shape[0], ops["k_fp8"].shape[0]), np.nan, np.float32)  # poisoned
     rawindexer.fp8_mqa_logits(**ops, clean_logits=clean, out=out, **tunables)
     return out
-
-
-def peek(ptr, shape, dtype=np.float32):
-    """Device memory read without synchronising anything (the stand-in's device memory is host memory)."""
-    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    return np.frombuffer(ctypes.string_at(ptr, n), dtype).reshape(shape).copy()
 
 
 def producers(ops, stream, handshake=True):
