@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import launch_path as _lp
-from .backends import Backend, BufferSpan, get_backend
+from .backends import Backend, BufferSpan, forget_devices, get_backend
 from .dispatch import family_for
 from .dispatch.base import ALIGNMENT_BITS, LaunchTemplate, Problem, Tunables
 from .launch_path import (_STREAM_OF_FRAMEWORK, BoundLaunch, MAX_CACHED_SHAPES, RUNS_ON, PreparedOp, _classify,  # noqa: F401
@@ -283,11 +283,7 @@ def reset_caches(backend: str | None = None) -> None:
     Indexers bound to it (they hold the backend instance); likewise for the decode op's functions
     (:func:`rawindexer.paged.reset_caches`). Indexers the caller made are the caller's:
     :meth:`Indexer.reset`. For hosts (and tests) that reset or reconfigure a device under rawindexer."""
-    from .backends import _instances
-
-    for name, instance in list(_instances.items()):
-        if backend is None or name == backend:
-            instance.forget_devices()
+    forget_devices(backend)
     for indexer in (_DEFAULT, *_BY_TUNABLES.values()):
         indexer.reset(backend)
     for key in [k for k, ind in _RAW.items() if backend is None or ind._backend.name == backend]:

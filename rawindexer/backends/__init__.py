@@ -32,6 +32,14 @@ def get_backend(name: str) -> Backend:
     return _instances[name]
 
 
+def forget_devices(name: str | None = None) -> None:
+    """Drop what the instantiated backend ``name`` (or every one) remembers about its devices (their targets);
+    backends not made yet hold nothing."""
+    for backend_name, instance in list(_instances.items()):
+        if name is None or backend_name == name:
+            instance.forget_devices()
+
+
 def backend_for_device_type(device_type: int) -> Backend:
     if device_type not in BACKEND_FOR_DEVICE_TYPE:
         raise ValueError(f"arrays live on DLPack device type {device_type}; supported: "
@@ -39,4 +47,4 @@ def backend_for_device_type(device_type: int) -> Backend:
     return get_backend(BACKEND_FOR_DEVICE_TYPE[device_type])
 
 
-__all__ = ["Backend", "BufferSpan", "DeviceAllocation", "BACKENDS", "get_backend", "backend_for_device_type"]
+__all__ = ["Backend", "BufferSpan", "DeviceAllocation", "BACKENDS", "get_backend", "backend_for_device_type", "forget_devices"]
