@@ -6,7 +6,7 @@ tests/runtime/fake_cuda.py for set-up (contexts, modules, functions) and, for th
 in Python and ctypes is measured, nothing of the driver. torch.empty allocates on the CPU here (the CUDA
 caching allocator costs about the same order on the H200's host: see the "torch.empty" row there).
 
-    [RAWINDEXER_CUDA_LAUNCH=ctypes|bindings] python bench/host_path_cpu.py [--calls 100000] [--rounds 5]
+    [RAWINDEXER_CUDA_LAUNCH=shim|ctypes|bindings] python bench/host_path_cpu.py [--calls 100000] [--rounds 5]
 
 Prints ns per call (best and median of ``rounds`` rounds of ``calls`` calls, rounds interleaved across entry
 points so a loaded machine hits them alike). Dev-machine numbers: read relative to the "for scale" rows.
@@ -67,7 +67,8 @@ def setup(lib: Path):
     route = os.environ.get("RAWINDEXER_CUDA_LAUNCH", "")
     if route != "bindings":  # the no-op library behind the C launcher (or plain ctypes with =ctypes)
         shim = None if route == "ctypes" else cuda_backend._load_shim()
-        mp.setattr(cuda_backend, "_raw_driver", lambda driver: cuda_backend._RawDriver(str(lib), shim))
+        extension = None if route in ("ctypes", "shim") else cuda_backend._load_launch_extension()
+        mp.setattr(cuda_backend, "_raw_driver", lambda driver: cuda_backend._RawDriver(str(lib), shim, extension))
     mp.setattr(launch_path, "_torch_raw_stream", lambda device_id: 0x50001)
     # the TMA designs encode a CUtensorMap on the host (a driver call): 128 bytes naming the inputs stand in
     from rawindexer.dispatch import sm90_tensor_map
@@ -152,7 +153,7 @@ def main() -> None:
                     times[name].append((clock() - t0) / args.calls)
         finally:
             mp.undo()
-    route = os.environ.get("RAWINDEXER_CUDA_LAUNCH", "") or "default (C launcher if built)"
+    route = os.environ.get("RAWINDEXER_CUDA_LAUNCH", "") or "default (the C launcher's extension, else the C launcher, if built)"
     print(f"host ns per call, CUDA route ({route}) with a no-op driver, (1024, 1024) H=64 ({args.rounds} rounds of "
           f"{args.calls} calls; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
     print("entry point\tbest ns\tmedian ns")

@@ -8,6 +8,7 @@ context, the one PyTorch, CuPy and JAX use, so their pointers and streams are va
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 import threading
@@ -67,6 +68,8 @@ def _handle(obj: Any) -> int:
 
 #: the C launcher (rawindexer/backends/csrc/cuda_launch.c), built by `make` into the kernel directory
 SHIM_NAME = "libri_cuda_launch.so"
+#: the same launcher as a CPython extension (csrc/cuda_launch_ext.c, stable ABI 3.10+), built where Python.h exists
+EXTENSION_NAME = "_ri_cuda_launch.abi3.so"
 #: its record: launch, get_current, set_current, context, function, grid_xy, grid_z|block_x, block_yz, shared_mem,
 #: extra, then the per-call stream directly followed by the kernel arguments
 _RECORD = struct.Struct("<11Q")
@@ -100,6 +103,28 @@ def _load_shim(path: str | None = None) -> Any:
     return call
 
 
+def _load_launch_extension(path: str | None = None) -> Any:
+    """The C launcher's extension module (``bind(record, kernarg_bytes, pointers, fail, keep) -> go``), or None
+    when it is not built, does not load here (another machine or interpreter), or was built for another record."""
+    if path is None:
+        from ..kernel_files import kernel_dir
+
+        path = str(kernel_dir() / EXTENSION_NAME)
+    if not os.path.exists(path):
+        return None
+    import importlib.machinery
+    import importlib.util
+
+    try:
+        loader = importlib.machinery.ExtensionFileLoader("_ri_cuda_launch", path)
+        spec = importlib.util.spec_from_file_location("_ri_cuda_launch", path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (ImportError, OSError):
+        return None
+    return module if module.record_size() == _RECORD.size else None
+
+
 class _RawDriver:
     """The three driver entry points of the per-call path (cuCtxGetCurrent, cuCtxSetCurrent, cuLaunchKernel)
     called without cuda-bindings' per-call Python objects, on libcuda, the library cuda-bindings itself loads
@@ -107,9 +132,10 @@ class _RawDriver:
     entry points' addresses), else ctypes with arguments converted once per stream. ``lib``: anything with those
     three ctypes function pointers as attributes (libcuda; the tests' fakes). Everything else stays on
     cuda-bindings. ``RAWINDEXER_CUDA_LAUNCH=bindings`` keeps the hot path on cuda-bindings, ``=ctypes`` skips the
-    C launcher."""
+    C launcher. ``extension``: the C launcher's CPython extension, preferred over ``shim`` where it loads
+    (``RAWINDEXER_CUDA_LAUNCH=shim`` keeps the ctypes-called launcher)."""
 
-    def __init__(self, lib: Any = "libcuda.so.1", shim: Any = None) -> None:
+    def __init__(self, lib: Any = "libcuda.so.1", shim: Any = None, extension: Any = None) -> None:
         if isinstance(lib, str):
             lib = ctypes.CDLL(lib)
         self.lib = lib
@@ -122,6 +148,7 @@ class _RawDriver:
         self.get_current = proto(int_)(self.addresses[1])
         self.set_current = proto(int_)(self.addresses[2])
         self.shim = shim
+        self.extension = extension
 
 
 def _raw_driver(driver: Any) -> _RawDriver | None:
@@ -130,7 +157,8 @@ def _raw_driver(driver: Any) -> _RawDriver | None:
     if route == "bindings" or not type(driver).__name__ == "module" or not getattr(driver, "__file__", None):
         return None
     try:
-        return _RawDriver("libcuda.so.1", None if route == "ctypes" else _load_shim())
+        return _RawDriver("libcuda.so.1", None if route == "ctypes" else _load_shim(),
+                          None if route in ("ctypes", "shim") else _load_launch_extension())
     except (OSError, AttributeError):
         return None
 
@@ -284,7 +312,7 @@ class CudaBackend(DriverBackend):
         self._context(device_id)
         context = self._context_ids[device_id]
         handle = _handle(function)
-        if raw.shim is not None:
+        if raw.shim is not None or raw.extension is not None:
             return self._bind_shim(raw, context, handle, grid, block, shared_mem, kernargs, pointer_offsets, device_id)
         return self._bind_ctypes(raw, context, handle, grid, block, shared_mem, kernargs, pointer_offsets, device_id)
 
@@ -299,13 +327,22 @@ class CudaBackend(DriverBackend):
         extra = (ctypes.c_void_p * 5)(1, base + header, 2, ctypes.addressof(size), CU_LAUNCH_PARAM_END)
         _RECORD.pack_into(record, 0, *raw.addresses, context, handle, grid[0] | grid[1] << 32,
                           grid[2] | block[0] << 32, block[1] | block[2] << 32, shared_mem, ctypes.addressof(extra), 0)
+        keep = (record, size, extra)  # what the record points at, alive as long as go
+        if (raw.extension is not None and tuple(pointer_offsets) == tuple(range(0, 8 * len(pointer_offsets), 8))
+                and len(kernargs) <= 1024):
+            # the extension copies the record per call (no lock) and reads the integers itself (no pack_into)
+            return raw.extension.bind(base, len(kernargs), len(pointer_offsets),
+                                      functools.partial(self._shim_error, device_id=device_id), keep)
+        if raw.shim is None:  # an extension-only build with a layout the extension does not take
+            return self._bind_ctypes(raw, context, handle, grid, block, shared_mem, kernargs, pointer_offsets,
+                                     device_id)
         lock, fail = threading.Lock(), self._shim_error
         acquire, release = lock.acquire, lock.release
         # CFUNCTYPE: the GIL is released for the driver's work, as torch's own launches do, so a thread per GPU
         # overlaps its Python with another's launch (keeping it, PYFUNCTYPE, saves only ~50 ns)
         call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(raw.shim, ctypes.c_void_p).value)
         record_arg = ctypes.c_void_p(base)
-        keep = (record, size, extra, raw.shim)  # what the record points at, alive as long as go
+        keep = (*keep, raw.shim)
         if tuple(pointer_offsets) == tuple(range(0, 56, 8)):
             # prefill's layout: stream and the seven pointers are one run of 8-byte slots
             pack = struct.Struct(f"<{1 + len(pointer_offsets)}Q").pack_into

@@ -49,7 +49,7 @@ needs_sm90 = pytest.mark.skipif(not _has_paged_sm90(), reason="the kernels have 
                                                                "builds it where nvcc is)")
 
 
-@pytest.fixture(params=["bindings", "ctypes", "shim"])
+@pytest.fixture(params=["bindings", "ctypes", "shim", "ext"])
 def cuda2(monkeypatch, request):
     """A fake two-GPU node behind the cuda backend, on each per-call route (cuda-bindings, plain ctypes, the C
     launcher); the 'framework's current stream' of each device and thread is stream_of(device, thread slot)."""

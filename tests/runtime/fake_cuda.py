@@ -10,6 +10,7 @@ import ctypes
 import sys
 import threading
 import types
+from pathlib import Path
 
 import pytest
 
@@ -158,18 +159,28 @@ class FakeDriver(types.ModuleType):
 
 
 def use_raw_route(monkeypatch, drv: FakeDriver, route: str) -> None:
-    """Make the cuda backend take ``route`` ("bindings", "ctypes", "shim" = the C launcher) with this fake behind
-    it; skips when the C launcher is not built."""
+    """Make the cuda backend take ``route`` ("bindings", "ctypes", "shim" = the C launcher through ctypes, "ext" =
+    the C launcher's CPython extension) with this fake behind it; fails when that launcher is not built."""
     if route == "bindings":
         return
     from rawindexer.backends import cuda as cuda_backend
 
-    shim = None
+    shim = extension = None
     if route == "shim":
         shim = cuda_backend._load_shim()
         if shim is None:
             pytest.fail("the kernel directory has no C launcher: `make` builds rawindexer/_kernels/libri_cuda_launch.so")
-    monkeypatch.setattr(cuda_backend, "_raw_driver", lambda driver: cuda_backend._RawDriver(drv.c_library(), shim))
+    if route == "ext":
+        extension = cuda_backend._load_launch_extension()
+        if extension is None:
+            import sysconfig
+
+            if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
+                pytest.skip("no Python.h for this interpreter: `make` skips the launcher extension")
+            pytest.fail("the kernel directory has no launcher extension: `make` builds "
+                        f"rawindexer/_kernels/{cuda_backend.EXTENSION_NAME}")
+    monkeypatch.setattr(cuda_backend, "_raw_driver",
+                        lambda driver: cuda_backend._RawDriver(drv.c_library(), shim, extension))
 
 
 def install(monkeypatch, count: int = 1) -> FakeDriver:
@@ -190,7 +201,7 @@ def fake_driver(monkeypatch):
 
 
 def two_gpu_node(monkeypatch, route: str) -> FakeDriver:
-    """A fake two-GPU node behind the cuda backend on one per-call route ("bindings", "ctypes", "shim"); the
+    """A fake two-GPU node behind the cuda backend on one per-call route ("bindings", "ctypes", "shim", "ext"); the
     'framework's current stream' of each device and thread is stream_of(device, drv.slots.n, default 1)."""
     import threading
 

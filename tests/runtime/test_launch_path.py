@@ -70,10 +70,10 @@ def gpu_out(M, N, device_id, pad=0):
                               strides=(N + pad, 1), owner=buf)
 
 
-@pytest.fixture(params=["bindings", "ctypes", "shim"])
+@pytest.fixture(params=["bindings", "ctypes", "shim", "ext"])
 def cuda2(monkeypatch, request):
     """A fake two-GPU node behind the cuda backend, on each per-call route (cuda-bindings, plain ctypes, the C
-    launcher); the 'framework's current stream' of each device and thread is stream_of(device, thread slot)."""
+    launcher through ctypes, its extension); the 'framework's current stream' of each device and thread is stream_of(device, thread slot)."""
     drv = two_gpu_node(monkeypatch, request.param)
     return drv
 
@@ -276,6 +276,7 @@ def test_the_route_under_test_is_the_one_taken(cuda2, request):
     route = request.node.callspec.params["cuda2"]
     assert (raw is None) == (route == "bindings")
     assert (raw is not None and raw.shim is not None) == (route == "shim")
+    assert (raw is not None and raw.extension is not None) == (route == "ext")
     assert cuda2.launches()[-1][1][4] == stream_of(0, 5)
     api._RAW.clear()
 

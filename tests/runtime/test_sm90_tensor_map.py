@@ -109,7 +109,7 @@ def test_per_k_pointer_launch_rebinds_only_when_k_changes(encoder):
     assert encoder == [(0x2000, 8192, 128), (0x4000, 8192, 128)]
 
 
-@pytest.fixture(params=["bindings", "ctypes", "shim"])
+@pytest.fixture(params=["bindings", "ctypes", "shim", "ext"])
 def cuda2(monkeypatch, request):
     return two_gpu_node(monkeypatch, request.param)
 
