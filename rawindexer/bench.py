@@ -482,7 +482,8 @@ def host_cost_table(reps: int = 200, rounds: int = 15) -> str:
     from rawindexer.backends import get_backend
 
     driver = get_backend("cuda")._raw  # (not "raw": the launch_pointers row's lambda reads that name)
-    route = "cuda-bindings" if driver is None else "ctypes" if driver.shim is None else "C launcher"
+    route = ("cuda-bindings" if driver is None else "C launcher extension" if driver.extension is not None
+             else "C launcher via ctypes" if driver.shim is not None else "ctypes")
     lines = [f"host µs per call at ({M}, {N}) H={H} causal, clean_logits (GPU queue non-empty; median of {rounds} "
              f"interleaved rounds of {reps} calls; per-call CUDA route: {route})", "entry point\thost µs/call"]
     working = []
