@@ -264,7 +264,27 @@ def _spans(dims: Dims, out_row_stride: int, ptrs: tuple[int, ...]) -> list[Buffe
 # ---------------------------------------------------------------------------------------------------
 _DEFAULT = Indexer()
 _BY_TUNABLES: dict[tuple, Indexer] = {}
-_RAW: dict[tuple, Indexer] = {}
+
+
+class _LaunchIndexers(dict):
+    """launch()'s Indexers by configuration, and beside them (``hot``) each configuration-and-shape key already
+    launched with allocator-aligned pointers -> its prepared launch, so a repeated launch() costs one tuple and one
+    dict lookup before the driver. Dropping or clearing Indexers drops every hot entry (they hold its launches)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hot: dict[tuple, Any] = {}
+
+    def clear(self) -> None:
+        self.hot.clear()
+        super().clear()
+
+    def pop(self, key: tuple, default: Any = None) -> Any:
+        self.hot.clear()
+        return super().pop(key, default)
+
+
+_RAW = _LaunchIndexers()
 
 
 def _indexer_for(tunables: tuple) -> Indexer:
@@ -353,6 +373,21 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
     through a cached :class:`Indexer`. Returns the launch template used (``.symbol``, ``.grid``,
     ``.block``, ``.config``; ``.plan(pointers).kernargs`` the bytes), None when M or N is 0.
     """
+    # The hot path: this configuration and shape launched before with pointers of the allocators' alignment.
+    # Anything else (a new description, other alignments, a bad pointer or stream) goes through launch_pointers,
+    # which validates, plans and names what is wrong.
+    hot_key = (M, N, num_heads, head_dim, device, device_id, out_row_stride, clean_logits, block_m, split_n,
+               num_warps, unroll2, reverse_rows, variant, arch, fp8_format)
+    prepared = _RAW.hot.get(hot_key)
+    if prepared is not None and (clean_logits is True or clean_logits is False):
+        try:
+            if not (q_ptr | k_ptr | kv_scale_ptr | weights_ptr | cu_seqlen_ks_ptr | cu_seqlen_ke_ptr
+                    | out_ptr) & ALIGNMENT_BITS:
+                prepared.go(stream, q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
+                            out_ptr)
+                return prepared.template
+        except (TypeError, OverflowError, struct.error):
+            pass  # launch_pointers below raises the error that names the argument
     key = (num_heads, head_dim, device, block_m, split_n, num_warps, unroll2, reverse_rows, variant, arch, fp8_format)
     indexer = _RAW.get(key)
     if indexer is None:
@@ -360,18 +395,9 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
                           block_m=block_m, split_n=split_n, num_warps=num_warps, unroll2=unroll2,
                           reverse_rows=reverse_rows, variant=variant, arch=arch, fp8_format=fp8_format)
         _RAW[key] = indexer
-    # The hot path: a description launch_pointers validated before, pointers of the allocators' alignment. Anything
-    # else (a new description, other alignments, a bad pointer or stream) goes through launch_pointers, which
-    # validates, plans and names what is wrong.
+    template = indexer.launch_pointers((q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
+                                        out_ptr), M, N, out_row_stride, clean_logits, stream, device_id)
     shape = indexer._shapes.get(("raw", M, N, out_row_stride, clean_logits, device_id))
     if shape is not None and shape.aligned is not None and (clean_logits is True or clean_logits is False):
-        try:
-            if not (q_ptr | k_ptr | kv_scale_ptr | weights_ptr | cu_seqlen_ks_ptr | cu_seqlen_ke_ptr
-                    | out_ptr) & ALIGNMENT_BITS:
-                shape.aligned.go(stream, q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
-                                 out_ptr)
-                return shape.aligned.template
-        except (TypeError, OverflowError, struct.error):
-            pass  # launch_pointers below raises the error that names the argument
-    return indexer.launch_pointers((q_ptr, k_ptr, kv_scale_ptr, weights_ptr, cu_seqlen_ks_ptr, cu_seqlen_ke_ptr,
-                                    out_ptr), M, N, out_row_stride, clean_logits, stream, device_id)
+        _RAW.hot[hot_key] = shape.aligned
+    return template

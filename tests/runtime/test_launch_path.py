@@ -309,6 +309,27 @@ def test_raw_launch_hot_path_still_names_bad_arguments(cuda2, request):
 
 
 @needs_sm90
+def test_raw_launch_hot_entries_are_per_shape_and_dropped_with_their_indexers(cuda2):
+    """launch()'s one-lookup hot path: a repeated (configuration, shape) launches the same prepared launch, another
+    shape or stride is its own entry, and reset_caches (which drops launch()'s Indexers) drops every hot entry."""
+    api._RAW.clear()
+    good = [0x100000 * (i + 1) for i in range(7)]
+    kw = dict(num_heads=64, head_dim=128, device="cuda", device_id=1, stream=stream_of(1, 5))
+    first = [rawindexer.launch(*good, M=64, N=1000, **kw) for _ in range(3)]
+    assert first[0] is first[1] is first[2] and len(api._RAW.hot) == 1
+    other = rawindexer.launch(*good, M=64, N=2000, out_row_stride=2048, **kw)
+    assert other is not first[0] and len(api._RAW.hot) == 2
+    n = len(cuda2.launches())
+    assert rawindexer.launch(*good, M=64, N=2000, out_row_stride=2048, **kw) is other
+    assert launched_kernargs(cuda2.launches()[-1]) == other.plan(tuple(good)).kernargs and len(cuda2.launches()) == n + 1
+    api.reset_caches("cuda")
+    assert not api._RAW.hot and not api._RAW
+    again = rawindexer.launch(*good, M=64, N=1000, **kw)
+    assert again is not first[0] and launched_kernargs(cuda2.launches()[-1]) == again.plan(tuple(good)).kernargs
+    api._RAW.clear()
+
+
+@needs_sm90
 def test_launch_pointers_hot_path_launches_and_still_names_bad_arguments(cuda2, request):
     ind = rawindexer.Indexer(64, 128, device="cuda")
     good = tuple(0x100000 * (i + 1) for i in range(7))
