@@ -8,15 +8,7 @@
 #   quick       python -m rawindexer.bench --quick: (a) public call, (a) bound, (b), (c), DeepGEMM
 #   graph, nan  graph capture and the NaN contract through the new route
 set -u
-OUT=${OUT:-/tmp/s4_out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-T0=$(date +%s)
-rm -rf /tmp/dg && python3 -m zipfile -e .whl/tokenspeed_deepgemm-*.whl /tmp/dg && export PYTHONPATH=/tmp/dg:$PWD
-for c in /usr/local/cuda /usr/local/cuda-13.0; do [ -x "$c/bin/nvcc" ] && export CUDA_HOME=$c && break; done
-nvidia-smi -L
-step() { local name=$1 limit=$2; shift 2; echo "== $name (t=$(( $(date +%s) - T0 )) s): $*";
-         timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; echo "rc=$? t=$(( $(date +%s) - T0 )) s" >> "$OUT/$name.log";
-         grep -v '^PASS' "$OUT/$name.log" | tail -${TAIL:-14}; }
+source docs/results/device_common.sh
 step info 30 python3 -m rawindexer info
 TAIL=16 step host_ext 90 python3 -m rawindexer.bench --host-only
 TAIL=16 RAWINDEXER_CUDA_LAUNCH=shim step host_shim 90 env RAWINDEXER_CUDA_LAUNCH=shim python3 -m rawindexer.bench --host-only
