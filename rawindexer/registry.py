@@ -195,6 +195,9 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
       for n, c in (("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4))],
     _sm90("tma", "tmas with the weights in registers (v8; spills at 112 registers, slower)", consumers=4,
           k_tensor_map=True, experiment=True, logit_eps=2e-3),
+    _sm90("tmau", "tmas with a leaner consumer loop (v9): uniform wgmma descriptors, unmasked stores on tiles inside "
+          "every window of the consumer's rows, one LDS.128 per two weight groups", consumers=4, k_tensor_map=True,
+          experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared
