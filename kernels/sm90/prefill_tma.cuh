@@ -76,7 +76,14 @@ __device__ __forceinline__ void tma_fill_neg_inf(float* __restrict__ row, int a,
 // Dynamic shared memory of one block (bench/race_sm90.py computes the same sum plus TMA_SMEM_ALIGN of slack):
 //   Q (TMA_NC * 128 * D) | K ring (TMA_STAGES * TMA_TILE * D) | weights (TMA_NC * 128 f32, "tmas") |
 //   windows (BM int2) | full and empty mbarriers (2 * TMA_STAGES u64)
-template <int H, int D, int BM, bool WREG, bool LEAN>
+// Weight float4s (two column groups each) a v9 consumer can keep in registers next to its 64 accumulators without
+// a spill at 112 registers (ptxas 13.0, D = 64 and 128): 2 of 8 at H = 32, 6 of 8 at H = 64 and 128.
+template <int H>
+__host__ __device__ constexpr int tma_kept_weight_pairs() {
+  return H == 32 ? 2 : 6;
+}
+
+template <int H, int D, int BM, bool WREG, bool LEAN, bool WKEEP = false>
 __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                         const float* __restrict__ weights,
                                                         const int* __restrict__ cu_seqlen_ks,
@@ -231,6 +238,12 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
       // bytes, so adding the stage and k-step offsets to the base descriptor never carries out of that field.
       const uint64_t q_desc = swizzled_desc<D>(q_base);
       const uint64_t k_desc0 = swizzled_desc<D>(ring0);
+      // WKEEP: the first WRP float4s of this lane's weights (2 WRP column groups) held in registers for the whole
+      // loop, the rest read per tile; WRP as large as ptxas keeps without a spill at 112 registers.
+      constexpr int WRP = WKEEP ? tma_kept_weight_pairs<H>() : 0;
+      float4 wkeep[WRP > 0 ? WRP : 1];
+#pragma unroll
+      for (int i = 0; i < WRP; ++i) wkeep[i] = *reinterpret_cast<const float4*>(w_s + 16 * i + 4 * tig);
 
       float acc[NACC];
 #pragma unroll
@@ -275,7 +288,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
 #pragma unroll
           for (int j = 0; j < NQ / 8; ++j) {
             const int r = j / (H / 8);
-            if (j % 2 == 0) w4 = *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
+            if (j % 2 == 0) w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
             const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
             part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
             odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
@@ -380,14 +393,15 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
 
 // Kernel symbols fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_tma / _tmas: the common argument list, then the tensor map
 // of K (build.py's SM90_TENSOR_MAP_ARGS; the `k` pointer stays in the list, unused, so every design packs alike).
-#define TMA_KERNEL(H, D, BM, SUFFIX, WREG, LEAN)                                                                        \
-  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                            \
-      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {  \
-    (void)k;                                                                                                       \
-    (void)num_warps;                                                                                               \
-    fp8_mqa_logits_tma_body<H, D, BM, WREG, LEAN>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,          \
-                                                  out_row_stride, M, N, split_n, flags, k_map);                    \
+#define TMA_KERNEL(H, D, BM, SUFFIX, WREG, LEAN, WKEEP)                                                                \
+  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                                \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {       \
+    (void)k;                                                                                                           \
+    (void)num_warps;                                                                                                   \
+    fp8_mqa_logits_tma_body<H, D, BM, WREG, LEAN, WKEEP>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,        \
+                                                  out_row_stride, M, N, split_n, flags, k_map);                        \
   }
-#define INSTANTIATE_tma(H, D, BM) TMA_KERNEL(H, D, BM, tma, true, false)
-#define INSTANTIATE_tmas(H, D, BM) TMA_KERNEL(H, D, BM, tmas, false, true)
-#define INSTANTIATE_tmas8(H, D, BM) TMA_KERNEL(H, D, BM, tmas8, false, false)  // tmas as v8 shipped it (A/B of v9)
+#define INSTANTIATE_tma(H, D, BM) TMA_KERNEL(H, D, BM, tma, true, false, false)
+#define INSTANTIATE_tmas(H, D, BM) TMA_KERNEL(H, D, BM, tmas, false, true, true)
+#define INSTANTIATE_tmas8(H, D, BM) TMA_KERNEL(H, D, BM, tmas8, false, false, false)  // tmas as v8 shipped it
+#define INSTANTIATE_tmas9(H, D, BM) TMA_KERNEL(H, D, BM, tmas9, false, true, false)   // v9 without WKEEP
