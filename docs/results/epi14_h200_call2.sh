@@ -1,6 +1,7 @@
 #!/bin/bash
 # v9 (issue 14, helper epi14), call 2: race of tmas (v9 + weights kept in registers) against tmas9 (v9 without) and
-# tmas8 (v8) and DeepGEMM; ncu of tmas / tmas9 on 4096 x 32768 causal H = 64 (and tmas at H = 32); the quick sweep and racecheck with tmas.
+# tmas8 (v8) and DeepGEMM; ncu of tmas / tmas9 on 4096 x 32768 causal H = 64 (and tmas at H = 32); the quick
+# sweep and racecheck with tmas.
 # From the repo root with rawindexer/_kernels, build/race and .whl (the DeepGEMM wheel) present:
 #   bash docs/results/epi14_h200_call2.sh
 set -u

@@ -28,6 +28,8 @@
 //     offsets: no per-k-step rebuild); tiles inside the window of every row of the consumer store without a compare
 //     (the exact masked store only on edge tiles, decided per tile); the weights in a layout read as one LDS.128 per
 //     two column groups. Static SASS of the loop (nvcc 13.0): 291 -> 245 at H = 64, 344 -> 297 at H = 32 (D = 128).
+//     WKEEP (v9, "tmas"; "tmas9" without): at H >= 64 six of the lane's eight weight float4s stay in registers for
+//     the whole loop (2 LDS.128 per tile instead of 8; spill-free), none at H = 32 (tma_kept_weight_pairs).
 //
 // Shared-memory layout of both operands (K-major, "swizzle-128B" at D = 128): row n of a buffer is D contiguous
 // bytes at n * D; its 16-byte chunk j sits at chunk j ^ ((n * D / 128) % (D / 16)) -- address bits [4, 4+log2(D/16))
@@ -76,11 +78,12 @@ __device__ __forceinline__ void tma_fill_neg_inf(float* __restrict__ row, int a,
 // Dynamic shared memory of one block (bench/race_sm90.py computes the same sum plus TMA_SMEM_ALIGN of slack):
 //   Q (TMA_NC * 128 * D) | K ring (TMA_STAGES * TMA_TILE * D) | weights (TMA_NC * 128 f32, "tmas") |
 //   windows (BM int2) | full and empty mbarriers (2 * TMA_STAGES u64)
-// Weight float4s (two column groups each) a v9 consumer can keep in registers next to its 64 accumulators without
-// a spill at 112 registers (ptxas 13.0, D = 64 and 128): 2 of 8 at H = 32, 6 of 8 at H = 64 and 128.
+// Weight float4s (two column groups each) a v9 consumer keeps in registers next to its 64 accumulators: 6 of 8 at
+// H >= 64 (the most that stays spill-free at 112 registers, ptxas 13.0, D = 64 and 128; measured 0.8% faster than
+// none at H = 64); none at H = 32, where the 2 that fit measured 2.9% slower (docs/PERFORMANCE.md v9, call 2).
 template <int H>
 __host__ __device__ constexpr int tma_kept_weight_pairs() {
-  return H == 32 ? 2 : 6;
+  return H == 32 ? 0 : 6;
 }
 
 template <int H, int D, int BM, bool WREG, bool LEAN, bool WKEEP = false>
