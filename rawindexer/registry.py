@@ -178,8 +178,8 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "CUDA cores", logit_eps=2e-3, default_rank=1),
     _sm90("tmas", "warp-specialised SS wgmma: one producer lane fills an 8-stage K ring with TMA tensor copies "
           "(128B swizzle; K's tensor map is a kernel argument), four consumer warpgroups (N = 128 each), weights "
-          "in shared memory, most kept in registers (v8, v9); uniform wgmma descriptors, unmasked stores on interior "
-          "tiles (v9)", consumers=4, k_tensor_map=True, logit_eps=2e-3, default_rank=0),
+          "in shared memory (v8; at H >= 64 six of eight float4s kept in registers, v9); uniform wgmma descriptors, "
+          "unmasked stores on interior tiles (v9)", consumers=4, k_tensor_map=True, logit_eps=2e-3, default_rank=0),
     _sm90("wgr", "the wg score MMA with the head reduce on the tensor cores (relu + bf16 pack, bf16 mma.sync "
           "against block-diagonal weights)", logit_eps=1e-2),
     _sm90("ws", "warp-specialised wgmma: a producer warp fills a K ring with cp.async.bulk + mbarriers, two "
