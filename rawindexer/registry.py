@@ -178,7 +178,8 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "CUDA cores", logit_eps=2e-3, default_rank=1),
     _sm90("tmas", "warp-specialised SS wgmma: one producer lane fills an 8-stage K ring with TMA tensor copies "
           "(128B swizzle; K's tensor map is a kernel argument), four consumer warpgroups (N = 128 each), weights "
-          "in shared memory (v8)", consumers=4, k_tensor_map=True, logit_eps=2e-3, default_rank=0),
+          "in shared memory (v8; at H >= 64 six of eight float4s kept in registers, v9); uniform wgmma descriptors, "
+          "unmasked stores on interior tiles (v9)", consumers=4, k_tensor_map=True, logit_eps=2e-3, default_rank=0),
     _sm90("wgr", "the wg score MMA with the head reduce on the tensor cores (relu + bf16 pack, bf16 mma.sync "
           "against block-diagonal weights)", logit_eps=1e-2),
     _sm90("ws", "warp-specialised wgmma: a producer warp fills a K ring with cp.async.bulk + mbarriers, two "
@@ -195,6 +196,11 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
       for n, c in (("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4))],
     _sm90("tma", "tmas with the weights in registers (v8; spills at 112 registers, slower)", consumers=4,
           k_tensor_map=True, experiment=True, logit_eps=2e-3),
+    _sm90("tmas8", "tmas's consumer loop as v8 shipped it (descriptors rebuilt per k-step, every store masked, "
+          "weights by LDS.64): the A/B baseline of v9", consumers=4, k_tensor_map=True, experiment=True,
+          logit_eps=2e-3),
+    _sm90("tmas9", "tmas (v9) with every weight read from shared memory per tile (no weight float4s kept in "
+          "registers)", consumers=4, k_tensor_map=True, experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared

@@ -1,5 +1,5 @@
 // ===================================================================================================
-// Warp-specialised SS-wgmma path fed by TMA tensor copies (designs "tma" and "tmas", experiment; issue 14,
+// Warp-specialised SS-wgmma path fed by TMA tensor copies (designs "tmas", "tma" and "tmas8"; issue 14,
 // docs/PERFORMANCE.md v8).
 //
 // What v7 left untried: "wss" had the right shape (four unordered consumer warpgroups at 112 registers, both
@@ -22,6 +22,14 @@
 //     once per block, then fence.proxy.async). Per tile: wait full, 4 (D=128) SS wgmmas, wait, release the stage
 //     (one arrive per warp), exact f32 epilogue as "wg"/"wss". Weights in registers ("tma", as DeepGEMM's math
 //     warpgroups hold them) or in shared memory ("tmas", if the former spills).
+//   * LEAN (v9, "tmas"; "tmas8" keeps v8's loop): the consumer's per-tile instruction stream cut without touching
+//     the f32 epilogue's order: the warpgroup index made warp-uniform (shuffle from lane 0), so the loop state and
+//     the wgmma descriptors live in uniform registers (one base descriptor per operand, plus the stage and k-step
+//     offsets: no per-k-step rebuild); tiles inside the window of every row of the consumer store without a compare
+//     (the exact masked store only on edge tiles, decided per tile); the weights in a layout read as one LDS.128 per
+//     two column groups. Static SASS of the loop (nvcc 13.0): 291 -> 245 at H = 64, 344 -> 297 at H = 32 (D = 128).
+//     WKEEP (v9, "tmas"; "tmas9" without): at H >= 64 six of the lane's eight weight float4s stay in registers for
+//     the whole loop (2 LDS.128 per tile instead of 8; spill-free), none at H = 32 (tma_kept_weight_pairs).
 //
 // Shared-memory layout of both operands (K-major, "swizzle-128B" at D = 128): row n of a buffer is D contiguous
 // bytes at n * D; its 16-byte chunk j sits at chunk j ^ ((n * D / 128) % (D / 16)) -- address bits [4, 4+log2(D/16))
@@ -70,7 +78,15 @@ __device__ __forceinline__ void tma_fill_neg_inf(float* __restrict__ row, int a,
 // Dynamic shared memory of one block (bench/race_sm90.py computes the same sum plus TMA_SMEM_ALIGN of slack):
 //   Q (TMA_NC * 128 * D) | K ring (TMA_STAGES * TMA_TILE * D) | weights (TMA_NC * 128 f32, "tmas") |
 //   windows (BM int2) | full and empty mbarriers (2 * TMA_STAGES u64)
-template <int H, int D, int BM, bool WREG>
+// Weight float4s (two column groups each) a v9 consumer keeps in registers next to its 64 accumulators: 6 of 8 at
+// H >= 64 (the most that stays spill-free at 112 registers, ptxas 13.0, D = 64 and 128; measured 0.8% faster than
+// none at H = 64); none at H = 32, where the 2 that fit measured 2.9% slower (docs/PERFORMANCE.md v9, call 2).
+template <int H>
+__host__ __device__ constexpr int tma_kept_weight_pairs() {
+  return H == 32 ? 0 : 6;
+}
+
+template <int H, int D, int BM, bool WREG, bool LEAN, bool WKEEP = false>
 __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                         const float* __restrict__ weights,
                                                         const int* __restrict__ cu_seqlen_ks,
@@ -81,6 +97,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   constexpr int BMW = BM / NC;  // rows per consumer
   constexpr int NQ = BMW * H;   // wgmma N of one consumer
   constexpr int THREADS = ws_threads<NC>();
+  static_assert(!(LEAN && WREG), "LEAN reads the weights from shared memory (tmas's form; in registers it spills)");
   static_assert(BM % NC == 0 && NQ == 128, "TMA design: BLOCK_M = 4 * 128 / H (wgmma N = 128 per consumer)");
   static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
                 "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
@@ -101,7 +118,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   const int tid = threadIdx.x;
   const int lane = tid & (WARP - 1);
   const int warp = tid / WARP;
-  const int wgi = warp / 4, wq = warp % 4;
+  // LEAN: the warpgroup index through a shuffle from lane 0, so the compiler knows it (and the consumer's loop state,
+  // descriptors and branches derived from it) is warp-uniform and keeps them in uniform registers.
+  const int wgi = LEAN ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4, wq = warp % 4;
   const int gid = lane >> 2, tig = lane & 3;
 
   const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
@@ -123,7 +142,15 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   if constexpr (!WREG) {
     for (int idx = tid; idx < NC * NQ; idx += THREADS) {
       const int r = idx / H;  // consumer c's rows follow each other: idx = (c * BMW + row) * H + head
-      w_all[idx] = r < nrows ? weights[(i64)(m0 + r) * H + idx % H] : 0.0f;
+      const float w = r < nrows ? weights[(i64)(m0 + r) * H + idx % H] : 0.0f;
+      if constexpr (LEAN) {
+        // Column n = 8j + 2tig + e of consumer c at c NQ + 16 (j / 2) + 4 tig + 2 (j % 2) + e: the weights of
+        // column groups j and j + 1 (j even) are one float4 per lane (one LDS.128 for two groups).
+        const int c = idx / NQ, n = idx % NQ, j = n / 8;
+        w_all[c * NQ + 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2] = w;
+      } else {
+        w_all[idx] = w;
+      }
     }
   }
   const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars);
@@ -194,73 +221,174 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
     }
     const uint32_t q_base = q0 + wg * Q_BYTES;
 
-    auto put = [&](int r, int tok, bool hit, float v) {  // r: row of this consumer
-      if (r0 + r < nrows && tok < hi) {
+    if constexpr (LEAN) {
+      // The rows and tokens this lane stores are fixed: one row of the consumer (r_lane), tokens tok0 + 8 hh(i2).
+      const int v0 = V >= 4 ? VPL * tig : (tig >> 1);
+      const int r_lane = v0 >> 1;
+      const bool lane_stores = V >= 4 || (tig & 1) == 0;
+      const bool row_ok = r0 + r_lane < nrows;
+      // A tile inside [in_lo, in_hi) lies in the window of every row of this consumer (all rows valid; windows end
+      // at or before hi): its logits are stored without a compare ("interior"); the others take the exact masked
+      // store ("edge"). Warp-uniform, decided per tile.
+      int in_lo = 0, in_hi = r0 + BMW <= nrows ? N : 0;
+#pragma unroll
+      for (int r = 0; r < BMW; ++r) {
         const int2 w = win_s[r0 + r];
-        float* dst = out + (i64)(m0 + r0 + r) * out_row_stride + tok;
-        if (hit && tok >= w.x && tok < w.y)
-          *dst = v;
-        else if (clean)
-          *dst = -__int_as_float(0x7f800000);
+        in_lo = max(in_lo, w.x);
+        in_hi = min(in_hi, w.y);
       }
-    };
+      // Descriptors: the matrix start address (>> 4) is the low 14-bit field; shared addresses stay below 2^18
+      // bytes, so adding the stage and k-step offsets to the base descriptor never carries out of that field.
+      const uint64_t q_desc = swizzled_desc<D>(q_base);
+      const uint64_t k_desc0 = swizzled_desc<D>(ring0);
+      // WKEEP: the first WRP float4s of this lane's weights (2 WRP column groups) held in registers for the whole
+      // loop, the rest read per tile; WRP as large as ptxas keeps without a spill at 112 registers.
+      constexpr int WRP = WKEEP ? tma_kept_weight_pairs<H>() : 0;
+      float4 wkeep[WRP > 0 ? WRP : 1];
+#pragma unroll
+      for (int i = 0; i < WRP; ++i) wkeep[i] = *reinterpret_cast<const float4*>(w_s + 16 * i + 4 * tig);
 
-    float acc[NACC];
+      float acc[NACC];
 #pragma unroll
-    for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int t = tile_begin; t < tile_end; ++t) {
-      const int base = lo + t * TMA_TILE;
-      const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
-      const float sc0 = __ldg(kv_scale + min(tok0, hi - 1));
-      const float sc1 = __ldg(kv_scale + min(tok0 + 8, hi - 1));
-      const bool hit = base < chi && base + TMA_TILE > clo;
-      mbar_wait(full0 + 8 * stage, phase);
-      if (hit) {
-        const uint32_t k_base = ring0 + stage * STAGE_BYTES;
-        fence_regs(acc);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+      for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+      int stage = 0;
+      uint32_t phase = 0;
+      // out + this lane's row + its token tok0 of the current tile, advanced by one tile per step
+      float* out_tile = out + (i64)(m0 + r0 + r_lane) * out_row_stride + (lo + tile_begin * TMA_TILE + 16 * wq + gid);
+      for (int t = tile_begin; t < tile_end; ++t, out_tile += TMA_TILE) {
+        const int base = lo + t * TMA_TILE;
+        const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
+        float sc[VPL];
 #pragma unroll
-        for (int s = 0; s < KS; ++s)
-          wgmma_ss_k32<NQ>(acc, swizzled_desc<D>(k_base + 32 * s), swizzled_desc<D>(q_base + 32 * s), s > 0);
-        fence_regs(acc);
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        wgmma_wait<0>();
-        fence_regs(acc);
-      }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(empty0 + 8 * stage);  // this warp's share of the wgmma has read the tile
-      if (++stage == TMA_STAGES) {
-        stage = 0;
-        phase ^= 1;
-      }
-      // Exact f32 head reduction (as "wg"), kv_scale after it (kv_scale >= 0 commutes with the ReLU).
-      float res[VPL];
-      if (hit) {
-        // Two FMA chains per (row, token) (even / odd head of each pair), added at the end: 4 * BMW independent
-        // chains per warp instead of 2 * BMW, so the latency-bound chain of v7 is half as deep.
-        float part[V], odd[V];
+        for (int i2 = 0; i2 < VPL; ++i2) sc[i2] = __ldg(kv_scale + min(tok0 + 8 * ((v0 + i2) & 1), hi - 1));
+        const bool hit = base < chi && base + TMA_TILE > clo;
+        const bool interior = base >= in_lo && base + TMA_TILE <= in_hi;
+        mbar_wait(full0 + 8 * stage, phase);
+        if (hit) {
+          const uint64_t k_desc = k_desc0 + (uint32_t)stage * (STAGE_BYTES >> 4);
+          fence_regs(acc);
+          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NQ / 8; ++j) {
-          const int r = j / (H / 8);
-          const float2 w = weight(j);
-          part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-          odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
-          part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-          odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
+          for (int s = 0; s < KS; ++s) wgmma_ss_k32<NQ>(acc, k_desc + 2 * s, q_desc + 2 * s, s > 0);  // +32 bytes
+          fence_regs(acc);
+          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+          wgmma_wait<0>();
+          fence_regs(acc);
         }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty0 + 8 * stage);  // this warp's share of the wgmma has read the tile
+        if (++stage == TMA_STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+        float res[VPL];
+        if (hit) {
+          // The same f32 order as the masked form: two FMA chains per (row, token), added at the end.
+          float part[V], odd[V];
 #pragma unroll
-        for (int v = 0; v < V; ++v) part[v] += odd[v];
-        quad_sums<V>(part, res, tig);
+          for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
+          float4 w4;
+#pragma unroll
+          for (int j = 0; j < NQ / 8; ++j) {
+            const int r = j / (H / 8);
+            if (j % 2 == 0) w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
+            const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
+            part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+            odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
+            part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+            odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
+          }
+#pragma unroll
+          for (int v = 0; v < V; ++v) part[v] += odd[v];
+          quad_sums<V>(part, res, tig);
+        }
+        if (interior) {
+#pragma unroll
+          for (int i2 = 0; i2 < VPL; ++i2)
+            if (lane_stores) out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
+        } else {
+#pragma unroll
+          for (int i2 = 0; i2 < VPL; ++i2) {
+            const int tok = tok0 + 8 * ((v0 + i2) & 1);
+            if (lane_stores && row_ok && tok < hi) {
+              const int2 w_lane = win_s[r0 + r_lane];
+              if (hit && tok >= w_lane.x && tok < w_lane.y)
+                out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
+              else if (clean)
+                out_tile[8 * ((v0 + i2) & 1)] = -__int_as_float(0x7f800000);
+            }
+          }
+        }
       }
-#pragma unroll
-      for (int i2 = 0; i2 < VPL; ++i2) {
-        const int v = V >= 4 ? VPL * tig + i2 : (tig >> 1);
-        const int r = v >> 1, hh = v & 1;
-        if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i2] * (hh ? sc1 : sc0) : 0.0f);
+    } else {
+      auto put = [&](int r, int tok, bool hit, float v) {  // r: row of this consumer
+        if (r0 + r < nrows && tok < hi) {
+          const int2 w = win_s[r0 + r];
+          float* dst = out + (i64)(m0 + r0 + r) * out_row_stride + tok;
+          if (hit && tok >= w.x && tok < w.y)
+            *dst = v;
+          else if (clean)
+            *dst = -__int_as_float(0x7f800000);
+        }
+      };
+
+      float acc[NACC];
+  #pragma unroll
+      for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int t = tile_begin; t < tile_end; ++t) {
+        const int base = lo + t * TMA_TILE;
+        const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
+        const float sc0 = __ldg(kv_scale + min(tok0, hi - 1));
+        const float sc1 = __ldg(kv_scale + min(tok0 + 8, hi - 1));
+        const bool hit = base < chi && base + TMA_TILE > clo;
+        mbar_wait(full0 + 8 * stage, phase);
+        if (hit) {
+          const uint32_t k_base = ring0 + stage * STAGE_BYTES;
+          fence_regs(acc);
+          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  #pragma unroll
+          for (int s = 0; s < KS; ++s)
+            wgmma_ss_k32<NQ>(acc, swizzled_desc<D>(k_base + 32 * s), swizzled_desc<D>(q_base + 32 * s), s > 0);
+          fence_regs(acc);
+          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+          wgmma_wait<0>();
+          fence_regs(acc);
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty0 + 8 * stage);  // this warp's share of the wgmma has read the tile
+        if (++stage == TMA_STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+        // Exact f32 head reduction (as "wg"), kv_scale after it (kv_scale >= 0 commutes with the ReLU).
+        float res[VPL];
+        if (hit) {
+          // Two FMA chains per (row, token) (even / odd head of each pair), added at the end: 4 * BMW independent
+          // chains per warp instead of 2 * BMW, so the latency-bound chain of v7 is half as deep.
+          float part[V], odd[V];
+  #pragma unroll
+          for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
+  #pragma unroll
+          for (int j = 0; j < NQ / 8; ++j) {
+            const int r = j / (H / 8);
+            const float2 w = weight(j);
+            part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+            odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
+            part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+            odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
+          }
+  #pragma unroll
+          for (int v = 0; v < V; ++v) part[v] += odd[v];
+          quad_sums<V>(part, res, tig);
+        }
+  #pragma unroll
+        for (int i2 = 0; i2 < VPL; ++i2) {
+          const int v = V >= 4 ? VPL * tig + i2 : (tig >> 1);
+          const int r = v >> 1, hh = v & 1;
+          if (V >= 4 || (tig & 1) == 0) put(r, tok0 + 8 * hh, hit, hit ? res[i2] * (hh ? sc1 : sc0) : 0.0f);
+        }
       }
     }
   }
@@ -268,13 +396,15 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
 
 // Kernel symbols fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_tma / _tmas: the common argument list, then the tensor map
 // of K (build.py's SM90_TENSOR_MAP_ARGS; the `k` pointer stays in the list, unused, so every design packs alike).
-#define TMA_KERNEL(H, D, BM, SUFFIX, WREG)                                                                          \
-  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                            \
-      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {  \
-    (void)k;                                                                                                       \
-    (void)num_warps;                                                                                               \
-    fp8_mqa_logits_tma_body<H, D, BM, WREG>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, \
-                                            M, N, split_n, flags, k_map);                                          \
+#define TMA_KERNEL(H, D, BM, SUFFIX, WREG, LEAN, WKEEP)                                                                \
+  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                                \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {       \
+    (void)k;                                                                                                           \
+    (void)num_warps;                                                                                                   \
+    fp8_mqa_logits_tma_body<H, D, BM, WREG, LEAN, WKEEP>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,        \
+                                                  out_row_stride, M, N, split_n, flags, k_map);                        \
   }
-#define INSTANTIATE_tma(H, D, BM) TMA_KERNEL(H, D, BM, tma, true)
-#define INSTANTIATE_tmas(H, D, BM) TMA_KERNEL(H, D, BM, tmas, false)
+#define INSTANTIATE_tma(H, D, BM) TMA_KERNEL(H, D, BM, tma, true, false, false)
+#define INSTANTIATE_tmas(H, D, BM) TMA_KERNEL(H, D, BM, tmas, false, true, true)
+#define INSTANTIATE_tmas8(H, D, BM) TMA_KERNEL(H, D, BM, tmas8, false, false, false)  // tmas as v8 shipped it
+#define INSTANTIATE_tmas9(H, D, BM) TMA_KERNEL(H, D, BM, tmas9, false, true, false)   // v9 without WKEEP
