@@ -12,7 +12,7 @@ Cases dropped for lack of memory are listed by name. The NaN/Inf contract (docs/
 tests below: a non-finite value in one row's q or weights changes no other row, bitwise.
 
 Also runnable as a script (what the device runs): ``python tests/gpu/test_cuda_gpu.py [--quick|--full]
-[--sanitizer-subset] [--racecheck-subset] [--designs a,b] [--log FILE]``.
+[--sanitizer-subset] [--racecheck-subset [--racecheck-heads 32,64]] [--designs a,b] [--log FILE]``.
 """
 from __future__ import annotations
 
@@ -507,6 +507,9 @@ def main() -> int:
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
     parser.add_argument("--racecheck-subset", action="store_true",
                         help="smaller still, for compute-sanitizer's racecheck (two shapes, H 32, D 128, two windows)")
+    parser.add_argument("--racecheck-heads", default="32",
+                        help="comma-separated head counts of the racecheck subset (tmas keeps weights in registers "
+                             "from H = 64: a different kernel body)")
     parser.add_argument("--log", type=Path, default=None)
     args = parser.parse_args()
     logf = open(args.log, "w") if args.log else None
@@ -541,7 +544,8 @@ def main() -> int:
     # (shapes, heads, dims, modes) of the default's run, and of each design named by --designs / --mma
     designs_small = ([(17, 76), (61, 1024), (1024, 1560), (128, 1024)], HEADS, DIMS, MODES)
     if args.racecheck_subset:
-        default = designs_small = ([(17, 76), (128, 1024)], (32,), (128,), ("causal", "multi_req"))
+        heads = tuple(int(h) for h in args.racecheck_heads.split(","))
+        default = designs_small = ([(17, 76), (128, 1024)], heads, (128,), ("causal", "multi_req"))
     elif args.sanitizer_subset:
         default = designs_small = ([(17, 76), (61, 1024), (128, 64)], (32, 64), DIMS, MODES)
     elif args.full:
