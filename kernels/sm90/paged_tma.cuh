@@ -40,6 +40,24 @@
 #ifndef PAGED_TMA_ROW_PIPE
 #define PAGED_TMA_ROW_PIPE 0
 #endif
+// Experiment macros of decode5 (docs/PAGED.md "Call 5"; 0 = the shipped kernel):
+// PAGED_TMA_WLAYOUT 1: weights staged in a per-lane order (float4 per 2 column groups) and reduced by pt_head_reduce
+//   (8 LDS.128 instead of 16 LDS.64 per tile at N = 128, four partial sums per token); PAGED_TMA_WREGS 1 (needs it):
+//   the weights read once into registers (N / 4 per thread; single-chunk kernels only).
+// PAGED_TMA_PIPE_MAX_N: the widest N that runs the two-accumulator pipeline (default PAGED_PIPE_MAX_N).
+// PAGED_TMA_MIN_BLOCKS: __launch_bounds__'s blocks-per-SM hint (0: none).
+#ifndef PAGED_TMA_WLAYOUT
+#define PAGED_TMA_WLAYOUT 0
+#endif
+#ifndef PAGED_TMA_WREGS
+#define PAGED_TMA_WREGS 0
+#endif
+#ifndef PAGED_TMA_PIPE_MAX_N
+#define PAGED_TMA_PIPE_MAX_N PAGED_PIPE_MAX_N
+#endif
+#ifndef PAGED_TMA_MIN_BLOCKS
+#define PAGED_TMA_MIN_BLOCKS 0
+#endif
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;
 constexpr int PT_THREADS = PT_CONSUMERS + WARP;  // + the producer warp
@@ -62,6 +80,59 @@ __host__ __device__ constexpr int pt_rows_per_chunk(int next_n, int most) {
   return most >= next_n ? next_n : (next_n % most == 0 ? most : pt_rows_per_chunk(next_n, most - 1));
 }
 
+// The weights' staged order under PAGED_TMA_WLAYOUT: row r's H floats as [H / 16][4 lanes tig][4], entry e of lane
+// tig's group g = column 8 (2g + e / 2) + 2 tig + e % 2 -- the four weights of accumulator columns 2g and 2g + 1 that
+// lane owns, one float4 (a warp's four lanes read 64 contiguous bytes: one wavefront).
+template <int H>
+__device__ __forceinline__ int pt_weight_column(int c) {
+  const int r = c / H, rem = c % H, g = rem / 16, tig = (rem / 4) % 4, e = rem % 4;
+  return r * H + 8 * (2 * g + e / 2) + 2 * tig + e % 2;
+}
+
+// DESIGN (PAGED_TMA_WLAYOUT): the head reduce of head_reduce_store with the weights as float4 (w4(i, g): row r0 + i,
+// group g) and four partial sums per lane (shorter dependent FMA chains); same quad shuffle and stores.
+template <int H, int NR, int NN, typename W4>
+__device__ __forceinline__ void pt_head_reduce(const float (&acc)[NR * H / 2], int r0, W4&& w4, float* __restrict__ out,
+                                               i64 row0, i64 out_row_stride, const TileOut& t,
+                                               const int (&len)[MAX_NEXT_N], int len_max, int warp, int gid, int tig,
+                                               bool clean) {
+  const int tok = t.tile * TILE + 16 * warp + gid + 8 * (tig & 1);
+#pragma unroll
+  for (int i = 0; i < NR; ++i) {
+    const int r = r0 + i;
+    if (r >= NN) break;
+    float p0a = 0.0f, p0b = 0.0f, p1a = 0.0f, p1b = 0.0f;
+#pragma unroll
+    for (int g = 0; g < H / 16; ++g) {
+      const float4 w = w4(i, g);
+      const int a = i * (H / 2) + 8 * g;
+      p0a = fmaf(fmaxf(acc[a + 0], 0.0f), w.x, p0a);
+      p0b = fmaf(fmaxf(acc[a + 1], 0.0f), w.y, p0b);
+      p1a = fmaf(fmaxf(acc[a + 2], 0.0f), w.x, p1a);
+      p1b = fmaf(fmaxf(acc[a + 3], 0.0f), w.y, p1b);
+      p0a = fmaf(fmaxf(acc[a + 4], 0.0f), w.z, p0a);
+      p0b = fmaf(fmaxf(acc[a + 5], 0.0f), w.w, p0b);
+      p1a = fmaf(fmaxf(acc[a + 6], 0.0f), w.z, p1a);
+      p1b = fmaf(fmaxf(acc[a + 7], 0.0f), w.w, p1b);
+    }
+    const float p0 = p0a + p0b, p1 = p1a + p1b;
+    const bool odd = tig & 1;
+    float v = (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
+    v += __shfl_xor_sync(0xffffffffu, v, 2);
+    int row_len = len[0];
+#pragma unroll
+    for (int rr = 1; rr < MAX_NEXT_N; ++rr)
+      if (r == rr) row_len = len[rr];
+    if (tig < 2 && tok < len_max) {
+      float* dst = out + (row0 + r) * out_row_stride + tok;
+      if (tok < row_len)
+        *dst = v * (odd ? t.sc1 : t.sc0);
+      else if (clean)
+        *dst = -__int_as_float(0x7f800000);
+    }
+  }
+}
+
 template <int H, int D, int NN>
 __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u8* __restrict__ kv_cache,
                                                const float* __restrict__ weights, const int* __restrict__ context_lens,
@@ -80,7 +151,8 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   constexpr int CHUNKS = (NN + RPC - 1) / RPC;
   constexpr int QROWS = CHUNKS * RPC;
   constexpr int NC = RPC * H, NACC = NC / 2, KS = D / 32;
-  constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_PIPE_MAX_N));
+  constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N));
+  constexpr bool WLAYOUT = PAGED_TMA_WLAYOUT, WREGS = WLAYOUT && PAGED_TMA_WREGS && CHUNKS == 1;
   constexpr int UNITS = CHUNKS;  // pipelined units (tile, chunk) per tile
   constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
@@ -152,7 +224,10 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
                                    : make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(q_s + swizzled<D>(n * D + 16 * j)) = v;
       }
-      for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) w_s[c] = c < NN * H ? weights[row0 * H + c] : 0.0f;
+      for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
+        const int src = WLAYOUT ? pt_weight_column<H>(c) : c;
+        w_s[c] = src < NN * H ? weights[row0 * H + src] : 0.0f;
+      }
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's generic stores are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
 
@@ -177,10 +252,30 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
                           swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       };
+      // PAGED_TMA_WREGS: this lane's weights of every row, read once (rows x H / 4 floats).
+      float4 w_reg[WREGS ? RPC : 1][WREGS ? H / 16 : 1];
+      if constexpr (WREGS) {
+#pragma unroll
+        for (int i = 0; i < RPC; ++i)
+#pragma unroll
+          for (int g = 0; g < H / 16; ++g)
+            w_reg[i][g] = *reinterpret_cast<const float4*>(w_s + i * H + 16 * g + 4 * tig);
+      }
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
         fence_regs(acc);
-        head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp, gid,
-                                      tig, clean);
+        if constexpr (WREGS) {
+          pt_head_reduce<H, RPC, NN>(acc, chunk * RPC, [&](int i, int g) { return w_reg[i][g]; }, out, row0,
+                                     out_row_stride, t, len, len_max, warp, gid, tig, clean);
+        } else if constexpr (WLAYOUT) {
+          const float* w_rows = w_s + chunk * RPC * H + 4 * tig;
+          pt_head_reduce<H, RPC, NN>(
+              acc, chunk * RPC,
+              [&](int i, int g) { return *reinterpret_cast<const float4*>(w_rows + i * H + 16 * g); }, out, row0,
+              out_row_stride, t, len, len_max, warp, gid, tig, clean);
+        } else {
+          head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp,
+                                        gid, tig, clean);
+        }
       };
 
       if constexpr (PIPE) {
@@ -251,8 +346,13 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
 }
 
 // Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map.
+#if PAGED_TMA_MIN_BLOCKS > 0  // (only where N <= 128: the 256-column wgmma needs 128 accumulators)
+#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS, (H) * (NN) <= 128 ? PAGED_TMA_MIN_BLOCKS : 1)
+#else
+#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS)
+#endif
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
-  extern "C" __global__ void __launch_bounds__(PT_THREADS) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
+  extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
       const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table,   \
       float* out, i64 out_row_stride, int next_n, int max_context_len, int max_blocks, int split_n,             \
       int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map) {                               \
