@@ -4,6 +4,11 @@
 # (DeepGEMM) and the variant kernel directories under .v/ (bench/paged_tma_variant.py):
 #   bash docs/results/decode5_h200.sh            # logs under ${OUT:-/tmp/d5_out}, tarred into d5_logs.tgz
 #   AB="base=rawindexer/_kernels lean=.v/lean ..." NCU=0 bash docs/results/decode5_h200.sh   # A/B only
+# Call 2 (the shipped candidate in rawindexer/_kernels, main's build in .v/main):
+#   AB="main=.v/main sleep=rawindexer/_kernels wreg=.v/sleep_wreg_s6:s6 main=.v/main sleep=rawindexer/_kernels" NCU=0 \
+#   NCU_EXTRA_DIR=rawindexer/_kernels SWEEP=1 RACE=1 bash docs/results/decode5_h200.sh
+#   SWEEP=1: python3 tests/gpu/test_paged_gpu.py --design tma (every tma case of the sweep + graph/allocation checks)
+#   RACE=1: compute-sanitizer racecheck of python3 tests/gpu/test_paged_gpu.py --quick --design tma
 set -u
 OUT=${OUT:-/tmp/d5_out}; L=$OUT/logs; mkdir -p "$L"
 export PYTHONUNBUFFERED=1 CUDA_HOME=/usr/local/cuda
@@ -34,7 +39,21 @@ if [ "${NCU:-1}" = 1 ] && [ -n "$NCU_BIN" ]; then
   prof tma_n128 "bs64_tma_n2" 1 --impl tma --batch 64 --context 32768 --next-n 2 --heads 64
   prof dg_n128 "sm90_fp8_paged_mqa_logits" 1 --impl dg --batch 64 --context 32768 --next-n 2 --heads 64
   prof tma_n64 "bs64_tma_n1" 0 --impl tma --batch 64 --context 32768 --next-n 1 --heads 64
-  [ -n "${NCU_EXTRA_DIR:-}" ] && RAWINDEXER_KERNEL_DIR=$NCU_EXTRA_DIR prof var_n128 "bs64_tma_n2" 0 --impl tma --batch 64 --context 32768 --next-n 2 --heads 64
+fi
+if [ -n "${NCU_EXTRA_DIR:-}" ] && [ -n "$NCU_BIN" ]; then
+  export RAWINDEXER_KERNEL_DIR=$PWD/$NCU_EXTRA_DIR; prof var_n128 "bs64_tma_n2" 1 --impl tma --batch 64 --context 32768 --next-n 2 --heads 64; unset RAWINDEXER_KERNEL_DIR
+fi
+if [ "${SWEEP:-0}" = 1 ]; then
+  step "sweep (tma)"
+  timeout "${SWEEP_S:-150}" python3 tests/gpu/test_paged_gpu.py --design tma --log "$L/sweep_tma.log" > "$L/sweep.out" 2>&1
+  echo "rc=$?"; grep -v '^PASS' "$L/sweep.out" | tail -8 | cut -c1-200
+fi
+if [ "${RACE:-0}" = 1 ]; then
+  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  step "racecheck (quick tma)"
+  timeout "${RACE_S:-150}" "$SAN" --tool racecheck --report-api-errors no --error-exitcode 9 \
+    python3 tests/gpu/test_paged_gpu.py --quick --design tma > "$L/racecheck_decode.log" 2>&1
+  echo "rc=$?"; grep -v '^PASS' "$L/racecheck_decode.log" | tail -6 | cut -c1-200
 fi
 step done
 tar -C "$L" -czf "$OUT/d5_logs.tgz" . && cp "$L/ab.md" "$OUT/" 2>/dev/null; rm -rf "$L"

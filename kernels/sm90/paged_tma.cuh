@@ -46,6 +46,13 @@
 //   the weights read once into registers (N / 4 per thread; single-chunk kernels only).
 // PAGED_TMA_PIPE_MAX_N: the widest N that runs the two-accumulator pipeline (default PAGED_PIPE_MAX_N).
 // PAGED_TMA_MIN_BLOCKS: __launch_bounds__'s blocks-per-SM hint (0: none).
+// PAGED_TMA_SUSPEND_NS: the suspend-time hint of the ring's mbarrier waits (pt_wait); 0: async_copy.cuh's mbar_wait,
+// a try_wait spin. Measured (docs/PAGED.md "Call 5", ncu at N = 128): the spin ran ~98 try_wait rounds per producer
+// wait, 219 of the 1431 warp instructions issued per tile; with the hint ptxas emits NANOSLEEP.SYNCS in the wait's
+// slow path (the warp sleeps until the barrier changes), as DeepGEMM's waits compile.
+#ifndef PAGED_TMA_SUSPEND_NS
+#define PAGED_TMA_SUSPEND_NS 0x989680
+#endif
 #ifndef PAGED_TMA_WLAYOUT
 #define PAGED_TMA_WLAYOUT 0
 #endif
@@ -56,7 +63,7 @@
 #define PAGED_TMA_PIPE_MAX_N PAGED_PIPE_MAX_N
 #endif
 #ifndef PAGED_TMA_MIN_BLOCKS
-#define PAGED_TMA_MIN_BLOCKS 0
+#define PAGED_TMA_MIN_BLOCKS 4
 #endif
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;
@@ -73,6 +80,20 @@ __device__ __forceinline__ void pt_tma_block(uint32_t dst, const PagedCacheMap* 
           dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(0), "r"(block), "r"(bar)
       : "memory");
+}
+
+// Wait for phase `parity` of mbarrier `bar` (PAGED_TMA_SUSPEND_NS: may suspend the thread until the phase flips).
+__device__ __forceinline__ void pt_wait(uint32_t bar, uint32_t parity) {
+  if constexpr (PAGED_TMA_SUSPEND_NS == 0) {
+    mbar_wait(bar, parity);
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nPT_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
+        "@!p bra PT_WAIT;\n}\n" ::"r"(bar),
+        "r"(parity), "n"(PAGED_TMA_SUSPEND_NS)
+        : "memory");
+  }
 }
 
 // The largest divisor of next_n that is at most `most` (rows per wgmma chunk without zero padding).
@@ -207,7 +228,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           const int block = __shfl_sync(0xffffffffu, mine, j);
           const int i = t0 - tile_begin + j, stage = i % S;
           if (lane == 0) {
-            if (i >= S) mbar_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+            if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
             mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
             pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
             bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
@@ -231,7 +252,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's generic stores are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
 
-      auto wait_full = [&](int i) { mbar_wait(full0 + 8 * (i % S), (i / S) & 1); };
+      auto wait_full = [&](int i) { pt_wait(full0 + 8 * (i % S), (i / S) & 1); };
       auto scales = [&](int i) {
         TileOut t;
         t.tile = tile_begin + i;
