@@ -46,12 +46,13 @@
 //   the weights read once into registers (N / 4 per thread; single-chunk kernels only).
 // PAGED_TMA_PIPE_MAX_N: the widest N that runs the two-accumulator pipeline (default PAGED_PIPE_MAX_N).
 // PAGED_TMA_MIN_BLOCKS: __launch_bounds__'s blocks-per-SM hint (0: none).
-// PAGED_TMA_SUSPEND_NS: the suspend-time hint of the ring's mbarrier waits (pt_wait); 0: async_copy.cuh's mbar_wait,
-// a try_wait spin. Measured (docs/PAGED.md "Call 5", ncu at N = 128): the spin ran ~98 try_wait rounds per producer
-// wait, 219 of the 1431 warp instructions issued per tile; with the hint ptxas emits NANOSLEEP.SYNCS in the wait's
-// slow path (the warp sleeps until the barrier changes), as DeepGEMM's waits compile.
+// PAGED_TMA_SUSPEND_NS (experiment, off): the suspend-time hint of the ring's mbarrier waits (pt_wait); 0:
+// async_copy.cuh's mbar_wait, a try_wait spin (ncu at N = 128: ~98 rounds per producer wait, 219 of the 1431 warp
+// instructions per tile). With the hint ptxas emits NANOSLEEP.SYNCS in the slow path, as DeepGEMM's waits compile;
+// measured slower (docs/PAGED.md "Call 5": with PAGED_TMA_MIN_BLOCKS 4 to keep four blocks per SM, N = 128 5-9%
+// slower -- the consumer warps' own instructions per tile rose 258 -> 286, and they, not the spin, set the pace).
 #ifndef PAGED_TMA_SUSPEND_NS
-#define PAGED_TMA_SUSPEND_NS 0x989680
+#define PAGED_TMA_SUSPEND_NS 0
 #endif
 #ifndef PAGED_TMA_WLAYOUT
 #define PAGED_TMA_WLAYOUT 0
@@ -63,8 +64,23 @@
 #define PAGED_TMA_PIPE_MAX_N PAGED_PIPE_MAX_N
 #endif
 #ifndef PAGED_TMA_MIN_BLOCKS
-#define PAGED_TMA_MIN_BLOCKS 4
+#define PAGED_TMA_MIN_BLOCKS 0
 #endif
+// PAGED_TMA_SETMAXNREG R (0 = off): the "register split" kernels (pt_register_split: H <= 64, 64 < next_n x H <= 128)
+// run four blocks per SM (__launch_bounds__(160, 4): 96 registers at entry), the producer warp gives its registers
+// back (setmaxnreg.dec to 24) and the consumer warpgroup takes R (setmaxnreg.inc), so the weights fit in registers
+// (PAGED_TMA_WLAYOUT + PAGED_TMA_WREGS forced on there) beside the 64 accumulators -- DeepGEMM's split (104 / 64).
+#ifndef PAGED_TMA_SETMAXNREG
+#define PAGED_TMA_SETMAXNREG 104
+#endif
+__host__ __device__ constexpr bool pt_register_split(int h, int nn) {
+  return PAGED_TMA_SETMAXNREG > 0 && h <= 64 && nn * h > PAGED_PIPE_MAX_N && nn * h <= 128;
+}
+// __launch_bounds__'s blocks-per-SM hint: 4 for the register-split kernels, else PAGED_TMA_MIN_BLOCKS where N <= 128
+// (the 256-column wgmma needs 128 accumulators), else 0 (no hint).
+__host__ __device__ constexpr int pt_min_blocks(int h, int nn) {
+  return pt_register_split(h, nn) ? 4 : (PAGED_TMA_MIN_BLOCKS > 0 && h * nn <= 128 ? PAGED_TMA_MIN_BLOCKS : 0);
+}
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;
 constexpr int PT_THREADS = PT_CONSUMERS + WARP;  // + the producer warp
@@ -173,7 +189,10 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   constexpr int QROWS = CHUNKS * RPC;
   constexpr int NC = RPC * H, NACC = NC / 2, KS = D / 32;
   constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N));
-  constexpr bool WLAYOUT = PAGED_TMA_WLAYOUT, WREGS = WLAYOUT && PAGED_TMA_WREGS && CHUNKS == 1;
+  constexpr bool SPLIT = pt_register_split(H, NN);
+  constexpr bool WLAYOUT = PAGED_TMA_WLAYOUT || SPLIT;
+  constexpr bool WREGS = WLAYOUT && (PAGED_TMA_WREGS || SPLIT) && CHUNKS == 1;
+  constexpr int SMR = SPLIT ? PAGED_TMA_SETMAXNREG : 0;
   constexpr int UNITS = CHUNKS;  // pipelined units (tile, chunk) per tile
   constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
@@ -218,6 +237,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     __syncthreads();
 
     if (warp == 4) {
+      if constexpr (SMR > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;" ::: "memory");
       // DESIGN: producer warp. Table entries 32 tiles at a time (one coalesced load), lane 0 issues the copies.
       if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
       const int* table_row = block_table + (i64)b * max_blocks;
@@ -237,7 +257,9 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           __syncwarp();
         }
       }
+      if constexpr (SMR > 0) return;  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
+      if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
       // Q (natural depth order, column n = row * H + head) into the swizzled layout, zero rows past next_n.
       for (int c = tid; c < QROWS * H * (D / 16); c += PT_CONSUMERS) {
         const int n = c / (D / 16), j = c % (D / 16);
@@ -367,11 +389,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
 }
 
 // Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map.
-#if PAGED_TMA_MIN_BLOCKS > 0  // (only where N <= 128: the 256-column wgmma needs 128 accumulators)
-#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS, (H) * (NN) <= 128 ? PAGED_TMA_MIN_BLOCKS : 1)
-#else
-#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS)
-#endif
+#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS, pt_min_blocks(H, NN))
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
   extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
       const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table,   \
