@@ -76,7 +76,12 @@ def child(mode: str) -> None:
 
 def run_child(mode: str, env_extra: dict) -> dict:
     env = {**os.environ, **env_extra}
-    p = subprocess.run([sys.executable, __file__, "--child", mode], env=env, capture_output=True, text=True)
+    try:
+        p = subprocess.run([sys.executable, __file__, "--child", mode], env=env, capture_output=True, text=True,
+                           timeout=float(os.environ.get("AB_CHILD_S", "120")))
+    except subprocess.TimeoutExpired:
+        print(f"# {mode} {env_extra}: timed out", flush=True)
+        return {}
     line = [x for x in p.stdout.splitlines() if x.startswith("ABJSON")]
     if not line:
         print(p.stdout[-2000:], p.stderr[-3000:], flush=True)

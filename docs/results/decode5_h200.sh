@@ -8,6 +8,8 @@
 #   AB="main=.v/main sleep=rawindexer/_kernels wreg=.v/sleep_wreg_s6:s6 main=.v/main sleep=rawindexer/_kernels" NCU=0 \
 #   NCU_EXTRA_DIR=rawindexer/_kernels SWEEP=1 RACE=1 bash docs/results/decode5_h200.sh
 #   SWEEP=1: python3 tests/gpu/test_paged_gpu.py --design tma (every tma case of the sweep + graph/allocation checks)
+#   Call 3: AB="main=.v/main smr=rawindexer/_kernels main=.v/main smr=rawindexer/_kernels" SMOKE=1 NCU=0 \
+#   NCU_EXTRA_DIR=rawindexer/_kernels SWEEP=1 RACE=1 bash docs/results/decode5_h200.sh
 #   RACE=1: compute-sanitizer racecheck of python3 tests/gpu/test_paged_gpu.py --quick --design tma
 set -u
 OUT=${OUT:-/tmp/d5_out}; L=$OUT/logs; mkdir -p "$L"
@@ -16,6 +18,12 @@ rm -rf /tmp/dg && python3 -m zipfile -e .whl/tokenspeed_deepgemm-*.whl /tmp/dg &
 T0=$(date +%s)
 step() { echo "== $1 (t=$(( $(date +%s) - T0 )) s)"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv,noheader
+if [ "${SMOKE:-0}" = 1 ]; then  # the shipped candidate on one small N = 128 case first: a hang costs only 40 s
+  step "smoke"
+  timeout 40 python3 bench/paged_profile.py --impl tma --batch 8 --context 4096 --next-n 2 --heads 64 > "$L/smoke.out" 2>&1
+  rc=$?; echo "smoke rc=$rc"; tail -3 "$L/smoke.out" | cut -c1-200
+  [ $rc -eq 0 ] || { tar -C "$L" -czf "$OUT/d5_logs.tgz" .; exit 1; }
+fi
 AB=${AB:-"base=rawindexer/_kernels lean=.v/lean wreg=.v/wreg_s6:s6 pipe=.v/pipe_s8:s8 base=rawindexer/_kernels"}
 step "A/B: $AB"
 timeout "${AB_S:-240}" python3 bench/paged_ab.py $AB ${AB_CASES:-} --log "$L/ab.md" > "$L/ab.out" 2>&1
