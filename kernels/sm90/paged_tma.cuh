@@ -66,12 +66,14 @@
 #ifndef PAGED_TMA_MIN_BLOCKS
 #define PAGED_TMA_MIN_BLOCKS 0
 #endif
-// PAGED_TMA_SETMAXNREG R (0 = off): the "register split" kernels (pt_register_split: H <= 64, 64 < next_n x H <= 128)
+// PAGED_TMA_SETMAXNREG R (experiment, 0 = off; HANGS on the H200 as written, docs/PAGED.md "Call 5", call 3: the
+// producer is a lone warp in warpgroup 1 and setmaxnreg.sync.aligned is a warpgroup-wide instruction -- the likely
+// cause, not confirmed; a working form needs a whole producer warpgroup, 256 threads): the "register split" kernels (pt_register_split: H <= 64, 64 < next_n x H <= 128)
 // run four blocks per SM (__launch_bounds__(160, 4): 96 registers at entry), the producer warp gives its registers
 // back (setmaxnreg.dec to 24) and the consumer warpgroup takes R (setmaxnreg.inc), so the weights fit in registers
 // (PAGED_TMA_WLAYOUT + PAGED_TMA_WREGS forced on there) beside the 64 accumulators -- DeepGEMM's split (104 / 64).
 #ifndef PAGED_TMA_SETMAXNREG
-#define PAGED_TMA_SETMAXNREG 104
+#define PAGED_TMA_SETMAXNREG 0
 #endif
 __host__ __device__ constexpr bool pt_register_split(int h, int nn) {
   return PAGED_TMA_SETMAXNREG > 0 && h <= 64 && nn * h > PAGED_PIPE_MAX_N && nn * h <= 128;
