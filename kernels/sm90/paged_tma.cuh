@@ -40,6 +40,49 @@
 #ifndef PAGED_TMA_ROW_PIPE
 #define PAGED_TMA_ROW_PIPE 0
 #endif
+// Experiment macros of decode5 (docs/PAGED.md "Call 5"; 0 = the shipped kernel):
+// PAGED_TMA_WLAYOUT 1: weights staged in a per-lane order (float4 per 2 column groups) and reduced by pt_head_reduce
+//   (8 LDS.128 instead of 16 LDS.64 per tile at N = 128, four partial sums per token); PAGED_TMA_WREGS 1 (needs it):
+//   the weights read once into registers (N / 4 per thread; single-chunk kernels only).
+// PAGED_TMA_PIPE_MAX_N: the widest N that runs the two-accumulator pipeline (default PAGED_PIPE_MAX_N).
+// PAGED_TMA_MIN_BLOCKS: __launch_bounds__'s blocks-per-SM hint (0: none).
+// PAGED_TMA_SUSPEND_NS (experiment, off): the suspend-time hint of the ring's mbarrier waits (pt_wait); 0:
+// async_copy.cuh's mbar_wait, a try_wait spin (ncu at N = 128: ~98 rounds per producer wait, 219 of the 1431 warp
+// instructions per tile). With the hint ptxas emits NANOSLEEP.SYNCS in the slow path, as DeepGEMM's waits compile;
+// measured slower (docs/PAGED.md "Call 5": with PAGED_TMA_MIN_BLOCKS 4 to keep four blocks per SM, N = 128 5-9%
+// slower -- the consumer warps' own instructions per tile rose 258 -> 286, and they, not the spin, set the pace).
+#ifndef PAGED_TMA_SUSPEND_NS
+#define PAGED_TMA_SUSPEND_NS 0
+#endif
+#ifndef PAGED_TMA_WLAYOUT
+#define PAGED_TMA_WLAYOUT 0
+#endif
+#ifndef PAGED_TMA_WREGS
+#define PAGED_TMA_WREGS 0
+#endif
+#ifndef PAGED_TMA_PIPE_MAX_N
+#define PAGED_TMA_PIPE_MAX_N PAGED_PIPE_MAX_N
+#endif
+#ifndef PAGED_TMA_MIN_BLOCKS
+#define PAGED_TMA_MIN_BLOCKS 0
+#endif
+// PAGED_TMA_SETMAXNREG R (experiment, 0 = off; HANGS on the H200 as written, docs/PAGED.md "Call 5", call 3: the
+// producer is a lone warp in warpgroup 1 and setmaxnreg.sync.aligned is a warpgroup-wide instruction -- the likely
+// cause, not confirmed; a working form needs a whole producer warpgroup, 256 threads): the "register split" kernels (pt_register_split: H <= 64, 64 < next_n x H <= 128)
+// run four blocks per SM (__launch_bounds__(160, 4): 96 registers at entry), the producer warp gives its registers
+// back (setmaxnreg.dec to 24) and the consumer warpgroup takes R (setmaxnreg.inc), so the weights fit in registers
+// (PAGED_TMA_WLAYOUT + PAGED_TMA_WREGS forced on there) beside the 64 accumulators -- DeepGEMM's split (104 / 64).
+#ifndef PAGED_TMA_SETMAXNREG
+#define PAGED_TMA_SETMAXNREG 0
+#endif
+__host__ __device__ constexpr bool pt_register_split(int h, int nn) {
+  return PAGED_TMA_SETMAXNREG > 0 && h <= 64 && nn * h > PAGED_PIPE_MAX_N && nn * h <= 128;
+}
+// __launch_bounds__'s blocks-per-SM hint: 4 for the register-split kernels, else PAGED_TMA_MIN_BLOCKS where N <= 128
+// (the 256-column wgmma needs 128 accumulators), else 0 (no hint).
+__host__ __device__ constexpr int pt_min_blocks(int h, int nn) {
+  return pt_register_split(h, nn) ? 4 : (PAGED_TMA_MIN_BLOCKS > 0 && h * nn <= 128 ? PAGED_TMA_MIN_BLOCKS : 0);
+}
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;
 constexpr int PT_THREADS = PT_CONSUMERS + WARP;  // + the producer warp
@@ -57,9 +100,76 @@ __device__ __forceinline__ void pt_tma_block(uint32_t dst, const PagedCacheMap* 
       : "memory");
 }
 
+// Wait for phase `parity` of mbarrier `bar` (PAGED_TMA_SUSPEND_NS: may suspend the thread until the phase flips).
+__device__ __forceinline__ void pt_wait(uint32_t bar, uint32_t parity) {
+  if constexpr (PAGED_TMA_SUSPEND_NS == 0) {
+    mbar_wait(bar, parity);
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nPT_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
+        "@!p bra PT_WAIT;\n}\n" ::"r"(bar),
+        "r"(parity), "n"(PAGED_TMA_SUSPEND_NS)
+        : "memory");
+  }
+}
+
 // The largest divisor of next_n that is at most `most` (rows per wgmma chunk without zero padding).
 __host__ __device__ constexpr int pt_rows_per_chunk(int next_n, int most) {
   return most >= next_n ? next_n : (next_n % most == 0 ? most : pt_rows_per_chunk(next_n, most - 1));
+}
+
+// The weights' staged order under PAGED_TMA_WLAYOUT: row r's H floats as [H / 16][4 lanes tig][4], entry e of lane
+// tig's group g = column 8 (2g + e / 2) + 2 tig + e % 2 -- the four weights of accumulator columns 2g and 2g + 1 that
+// lane owns, one float4 (a warp's four lanes read 64 contiguous bytes: one wavefront).
+template <int H>
+__device__ __forceinline__ int pt_weight_column(int c) {
+  const int r = c / H, rem = c % H, g = rem / 16, tig = (rem / 4) % 4, e = rem % 4;
+  return r * H + 8 * (2 * g + e / 2) + 2 * tig + e % 2;
+}
+
+// DESIGN (PAGED_TMA_WLAYOUT): the head reduce of head_reduce_store with the weights as float4 (w4(i, g): row r0 + i,
+// group g) and four partial sums per lane (shorter dependent FMA chains); same quad shuffle and stores.
+template <int H, int NR, int NN, typename W4>
+__device__ __forceinline__ void pt_head_reduce(const float (&acc)[NR * H / 2], int r0, W4&& w4, float* __restrict__ out,
+                                               i64 row0, i64 out_row_stride, const TileOut& t,
+                                               const int (&len)[MAX_NEXT_N], int len_max, int warp, int gid, int tig,
+                                               bool clean) {
+  const int tok = t.tile * TILE + 16 * warp + gid + 8 * (tig & 1);
+#pragma unroll
+  for (int i = 0; i < NR; ++i) {
+    const int r = r0 + i;
+    if (r >= NN) break;
+    float p0a = 0.0f, p0b = 0.0f, p1a = 0.0f, p1b = 0.0f;
+#pragma unroll
+    for (int g = 0; g < H / 16; ++g) {
+      const float4 w = w4(i, g);
+      const int a = i * (H / 2) + 8 * g;
+      p0a = fmaf(fmaxf(acc[a + 0], 0.0f), w.x, p0a);
+      p0b = fmaf(fmaxf(acc[a + 1], 0.0f), w.y, p0b);
+      p1a = fmaf(fmaxf(acc[a + 2], 0.0f), w.x, p1a);
+      p1b = fmaf(fmaxf(acc[a + 3], 0.0f), w.y, p1b);
+      p0a = fmaf(fmaxf(acc[a + 4], 0.0f), w.z, p0a);
+      p0b = fmaf(fmaxf(acc[a + 5], 0.0f), w.w, p0b);
+      p1a = fmaf(fmaxf(acc[a + 6], 0.0f), w.z, p1a);
+      p1b = fmaf(fmaxf(acc[a + 7], 0.0f), w.w, p1b);
+    }
+    const float p0 = p0a + p0b, p1 = p1a + p1b;
+    const bool odd = tig & 1;
+    float v = (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
+    v += __shfl_xor_sync(0xffffffffu, v, 2);
+    int row_len = len[0];
+#pragma unroll
+    for (int rr = 1; rr < MAX_NEXT_N; ++rr)
+      if (r == rr) row_len = len[rr];
+    if (tig < 2 && tok < len_max) {
+      float* dst = out + (row0 + r) * out_row_stride + tok;
+      if (tok < row_len)
+        *dst = v * (odd ? t.sc1 : t.sc0);
+      else if (clean)
+        *dst = -__int_as_float(0x7f800000);
+    }
+  }
 }
 
 template <int H, int D, int NN>
@@ -80,7 +190,11 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   constexpr int CHUNKS = (NN + RPC - 1) / RPC;
   constexpr int QROWS = CHUNKS * RPC;
   constexpr int NC = RPC * H, NACC = NC / 2, KS = D / 32;
-  constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_PIPE_MAX_N));
+  constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N));
+  constexpr bool SPLIT = pt_register_split(H, NN);
+  constexpr bool WLAYOUT = PAGED_TMA_WLAYOUT || SPLIT;
+  constexpr bool WREGS = WLAYOUT && (PAGED_TMA_WREGS || SPLIT) && CHUNKS == 1;
+  constexpr int SMR = SPLIT ? PAGED_TMA_SETMAXNREG : 0;
   constexpr int UNITS = CHUNKS;  // pipelined units (tile, chunk) per tile
   constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
@@ -125,6 +239,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     __syncthreads();
 
     if (warp == 4) {
+      if constexpr (SMR > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;" ::: "memory");
       // DESIGN: producer warp. Table entries 32 tiles at a time (one coalesced load), lane 0 issues the copies.
       if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
       const int* table_row = block_table + (i64)b * max_blocks;
@@ -135,7 +250,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           const int block = __shfl_sync(0xffffffffu, mine, j);
           const int i = t0 - tile_begin + j, stage = i % S;
           if (lane == 0) {
-            if (i >= S) mbar_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+            if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
             mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
             pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
             bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
@@ -144,7 +259,9 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           __syncwarp();
         }
       }
+      if constexpr (SMR > 0) return;  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
+      if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
       // Q (natural depth order, column n = row * H + head) into the swizzled layout, zero rows past next_n.
       for (int c = tid; c < QROWS * H * (D / 16); c += PT_CONSUMERS) {
         const int n = c / (D / 16), j = c % (D / 16);
@@ -152,11 +269,14 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
                                    : make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(q_s + swizzled<D>(n * D + 16 * j)) = v;
       }
-      for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) w_s[c] = c < NN * H ? weights[row0 * H + c] : 0.0f;
+      for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
+        const int src = WLAYOUT ? pt_weight_column<H>(c) : c;
+        w_s[c] = src < NN * H ? weights[row0 * H + src] : 0.0f;
+      }
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's generic stores are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
 
-      auto wait_full = [&](int i) { mbar_wait(full0 + 8 * (i % S), (i / S) & 1); };
+      auto wait_full = [&](int i) { pt_wait(full0 + 8 * (i % S), (i / S) & 1); };
       auto scales = [&](int i) {
         TileOut t;
         t.tile = tile_begin + i;
@@ -177,10 +297,30 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
                           swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       };
+      // PAGED_TMA_WREGS: this lane's weights of every row, read once (rows x H / 4 floats).
+      float4 w_reg[WREGS ? RPC : 1][WREGS ? H / 16 : 1];
+      if constexpr (WREGS) {
+#pragma unroll
+        for (int i = 0; i < RPC; ++i)
+#pragma unroll
+          for (int g = 0; g < H / 16; ++g)
+            w_reg[i][g] = *reinterpret_cast<const float4*>(w_s + i * H + 16 * g + 4 * tig);
+      }
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
         fence_regs(acc);
-        head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp, gid,
-                                      tig, clean);
+        if constexpr (WREGS) {
+          pt_head_reduce<H, RPC, NN>(acc, chunk * RPC, [&](int i, int g) { return w_reg[i][g]; }, out, row0,
+                                     out_row_stride, t, len, len_max, warp, gid, tig, clean);
+        } else if constexpr (WLAYOUT) {
+          const float* w_rows = w_s + chunk * RPC * H + 4 * tig;
+          pt_head_reduce<H, RPC, NN>(
+              acc, chunk * RPC,
+              [&](int i, int g) { return *reinterpret_cast<const float4*>(w_rows + i * H + 16 * g); }, out, row0,
+              out_row_stride, t, len, len_max, warp, gid, tig, clean);
+        } else {
+          head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp,
+                                        gid, tig, clean);
+        }
       };
 
       if constexpr (PIPE) {
@@ -251,8 +391,9 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
 }
 
 // Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map.
+#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS, pt_min_blocks(H, NN))
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
-  extern "C" __global__ void __launch_bounds__(PT_THREADS) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
+  extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
       const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table,   \
       float* out, i64 out_row_stride, int next_n, int max_context_len, int max_blocks, int split_n,             \
       int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map) {                               \

@@ -1,0 +1,139 @@
+"""A/B of decode kernel builds on the H200 in one call: DeepGEMM once, then each build (a kernel directory, its own
+subprocess through RAWINDEXER_KERNEL_DIR) in the order given, so drift between builds shows as the spread of a
+repeated entry (give the baseline twice). Design "tma" (block size 64, D = 128) unless the entry says otherwise.
+
+    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN] ... [--log FILE] [--cases all|n128]
+
+":sN": the build's tma ring has N stages (the host sizes shared memory from paged_kernels.SM90_TMA_STAGES);
+":dDESIGN": time that design. Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5 replays),
+ours / DeepGEMM, % of the read bandwidth (torch sum over 4 GiB, DeepGEMM's subprocess), calc_diff against DeepGEMM
+over the valid columns (BAD: > 1e-3 or a non-finite valid output).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = [  # (B, context, next_n, H): N = next_n x H = 128 first, then 64 and 32 for the no-regression check
+    (64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 4, 32), (256, 4096, 2, 64),
+    (64, 32768, 1, 64), (64, 131072, 1, 64), (64, 131072, 2, 32), (64, 131072, 1, 32), (64, 32768, 1, 32),
+]
+
+
+def ref_path(key: str) -> str:
+    return f"/tmp/pab_ref_{key.replace(',', '_')}.pt"
+
+
+def child(mode: str) -> None:
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from rawindexer import bench_paged as bp
+    from rawindexer import paged_kernels as pk
+    if os.environ.get("AB_TMA_STAGES"):
+        pk.SM90_TMA_STAGES = int(os.environ["AB_TMA_STAGES"])
+    import rawindexer
+    design = os.environ.get("AB_DESIGN", "tma")
+    res: dict = {}
+    if mode == "dg":
+        res["read_bw"] = bp.read_bandwidth(torch)
+    for B, ctx, nn, H in CASES:
+        torch.manual_seed(B * 7 + ctx + nn * 3 + H)
+        kv, table = bp.make_cache(torch, B, ctx, 64)
+        q, w, l1, l2 = bp.make_queries(torch, B, ctx, nn, H)
+        key = f"{B},{ctx},{nn},{H}"
+        if mode == "dg":
+            call, why = bp.deepgemm_call(torch, q, kv, w, l2, table, ctx, 64)
+            res[key] = bp.graph_time(torch, call) * 1e6 if call else float("nan")
+            if call:
+                torch.save(call().float().cpu(), ref_path(key))
+            else:
+                print(f"# {key}: {why}", file=sys.stderr)
+        else:
+            out = torch.empty((B * nn, ctx), dtype=torch.float32, device="cuda")
+            f = lambda: rawindexer.fp8_paged_mqa_logits(q.view(torch.uint8), kv, w, l1, table, ctx,  # noqa: E731
+                                                        out=out, variant=design)
+            out.fill_(float("nan"))
+            f()
+            torch.cuda.synchronize()
+            valid = torch.arange(ctx, device="cuda")[None, :] < l2.reshape(-1, 1)
+            ok = bool(torch.isfinite(torch.where(valid, out, 0)).all())
+            diff = float("nan")
+            if os.path.exists(ref_path(key)):
+                ref = torch.load(ref_path(key)).cuda()
+                diff = bp.calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
+                del ref
+            res[key] = (bp.graph_time(torch, f) * 1e6, diff, ok)
+            del out
+        del kv, table, q, w
+        torch.cuda.empty_cache()
+    print("ABJSON" + json.dumps(res), flush=True)
+
+
+def run_child(mode: str, env_extra: dict) -> dict:
+    env = {**os.environ, **env_extra}
+    try:
+        p = subprocess.run([sys.executable, __file__, "--child", mode], env=env, capture_output=True, text=True,
+                           timeout=float(os.environ.get("AB_CHILD_S", "120")))
+    except subprocess.TimeoutExpired:
+        print(f"# {mode} {env_extra}: timed out", flush=True)
+        return {}
+    line = [x for x in p.stdout.splitlines() if x.startswith("ABJSON")]
+    if not line:
+        print(p.stdout[-2000:], p.stderr[-3000:], flush=True)
+        return {}
+    if p.stderr.strip():
+        print(p.stderr[-1500:], flush=True)
+    return json.loads(line[0][6:])
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--child":
+        child(argv[1])
+        return 0
+    global CASES
+    if "--cases" in argv and argv[argv.index("--cases") + 1] == "n128":
+        CASES = [c for c in CASES if c[2] * c[3] == 128]
+    log = argv[argv.index("--log") + 1] if "--log" in argv else None
+    entries = [a for a in argv if "=" in a]
+    dg = run_child("dg", {})
+    bw = dg.get("read_bw", float("nan"))
+    runs = []  # (label, results)
+    for e in entries:
+        name, spec = e.split("=", 1)
+        d, *opts = spec.split(":")
+        extra = {"RAWINDEXER_KERNEL_DIR": os.path.abspath(d)}
+        for o in opts:
+            if o.startswith("s"):
+                extra["AB_TMA_STAGES"] = o[1:]
+            elif o.startswith("d"):
+                extra["AB_DESIGN"] = o[1:]
+        label = name if name not in [r[0] for r in runs] else f"{name}#{sum(r[0].split('#')[0] == name for r in runs) + 1}"
+        runs.append((label, run_child("ours", extra)))
+        print(f"# done {label}", flush=True)
+    head = "| B | ctx | nn | H | N | DG us | " + " | ".join(label for label, _ in runs) + " |"
+    lines = [f"# read bandwidth {bw / 1e12:.2f} TB/s; cells: us (ours / DG, % read bw)", head,
+             "|" + "---|" * (6 + len(runs))]
+    for B, ctx, nn, H in CASES:
+        key = f"{B},{ctx},{nn},{H}"
+        t_dg = dg.get(key, float("nan"))
+        nbytes = B * ctx * 132
+        cells = []
+        for _, res in runs:
+            t, diff, ok = res.get(key, (float("nan"), float("nan"), False))
+            flag = "" if ok and (diff != diff or diff < 1e-3) else " BAD"
+            cells.append(f"{t:.1f} ({t / t_dg:.2f}, {100 * nbytes / (t * 1e-6) / bw:.0f}%){flag}")
+        lines.append(f"| {B} | {ctx} | {nn} | {H} | {nn * H} | {t_dg:.1f} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines)
+    print(text)
+    if log:
+        Path(log).write_text(text + "\n" + json.dumps({"dg": dg, "runs": runs}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
