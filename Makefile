@@ -41,7 +41,7 @@ $(CUBIN): kernels/fp8_mqa_logits_sm90.cu $(wildcard kernels/sm90/*.cuh) build.py
 $(PAGED_HSACO): kernels/fp8_paged_mqa_logits.hip kernels/target.h rawindexer/paged_kernels.py build.py rawindexer/codeobject.py | $(CUBIN)
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --op fp8_paged_mqa_logits
 
-$(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu kernels/sm90/wgmma.cuh kernels/sm90/common.cuh rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
+$(PAGED_CUBIN): kernels/fp8_paged_mqa_logits_sm90.cu $(wildcard kernels/sm90/*.cuh) rawindexer/paged_kernels.py build.py | $(PAGED_HSACO)
 	$(PYTHON) build.py --out $(BUILD) --kernels $(KERNELS) --op fp8_paged_mqa_logits --target sm_90a
 
 # gfx942 (MI300X / MI325X): the same sources through kernels/target.h, after the others (order-only: all
