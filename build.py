@@ -347,7 +347,9 @@ def parse_ptxas_report(text: str) -> dict[str, dict]:
 
 
 def cubin_kernel_params(image: bytes) -> dict[str, dict]:
-    """Per kernel symbol: {"args": [(offset, size) by ordinal], "kernarg_size"} from the ELF's .nv.info.<sym>."""
+    """Per kernel symbol: {"args": [(offset, size) by ordinal], "kernarg_size", "max_threads"} from the ELF's
+    .nv.info.<sym> ("max_threads": __launch_bounds__'s threads per block, EIATTR_MAX_THREADS x * y * z; None where
+    the kernel declares none)."""
     import struct
 
     shoff = struct.unpack_from("<Q", image, 0x28)[0]
@@ -360,7 +362,7 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
         return image[strtab + off:end].decode()
 
     EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
-    EIATTR_KPARAM_INFO, EIATTR_PARAM_CBANK = 0x17, 0x0A
+    EIATTR_KPARAM_INFO, EIATTR_PARAM_CBANK, EIATTR_MAX_THREADS = 0x17, 0x0A, 0x05
     result: dict[str, dict] = {}
     for sh in sections:
         name = name_of(sh[0])
@@ -368,7 +370,7 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
             continue
         sym, off, size = name[len(".nv.info."):], sh[4], sh[5]
         params: dict[int, tuple[int, int]] = {}
-        total = None
+        total = max_threads = None
         p = off
         while p < off + size:
             fmt, attr = image[p], image[p + 1]
@@ -386,8 +388,12 @@ def cubin_kernel_params(image: bytes) -> dict[str, dict]:
                 params[ordinal] = (offset, (flags >> 18) & 0x3FFF)
             elif attr == EIATTR_PARAM_CBANK:
                 total = struct.unpack("<IHH", val)[2]
+            elif attr == EIATTR_MAX_THREADS:
+                x, y, z = struct.unpack("<III", val)
+                max_threads = x * y * z
         if params:
-            result[sym] = {"args": [params[i] for i in sorted(params)], "kernarg_size": total}
+            result[sym] = {"args": [params[i] for i in sorted(params)], "kernarg_size": total,
+                           "max_threads": max_threads}
     return result
 
 
@@ -535,6 +541,10 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
         symbol = spec.symbol(inst, design)
         # per_next_n: the cubin holds symbol_n1.._n4; the entry reports the largest resources and each one's
         by_next_n = {n: resources[spec.launch_symbol(symbol, n)] for n in range(1, pk.MAX_NEXT_N + 1)}
+        # threads per block of each next_n's kernel: its __launch_bounds__ (decode "tma" at H <= 64, N = 128 with
+        # PAGED_TMA_SETMAXNREG: a whole producer warpgroup, 256), else the design's
+        for n, r in by_next_n.items():
+            r["max_threads"] = params[spec.launch_symbol(symbol, n)]["max_threads"] or spec.threads(design)
         layout = params[spec.launch_symbol(symbol, 1)]
         want_args = spec.kernel_args(design)
         if len(layout["args"]) != len(want_args) or any(

@@ -22,6 +22,12 @@ CASES = [  # (B, context, next_n, H): N = next_n x H = 128 first, then 64 and 32
     (64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 4, 32), (256, 4096, 2, 64),
     (64, 32768, 1, 64), (64, 131072, 1, 64), (64, 131072, 2, 32), (64, 131072, 1, 32), (64, 32768, 1, 32),
 ]
+# --cases decode6: the register-split kernels (N = 96, 128 at H <= 64) at large and small batches, a few N <= 64
+CASES_DECODE6 = [
+    (64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 4, 32), (256, 4096, 2, 64),
+    (64, 32768, 3, 32), (64, 32768, 1, 64), (64, 131072, 2, 32), (64, 32768, 1, 32),
+    (1, 131072, 2, 64), (8, 32768, 2, 64), (1, 4096, 2, 64),
+]
 
 
 def ref_path(key: str) -> str:
@@ -41,7 +47,9 @@ def child(mode: str) -> None:
     res: dict = {}
     if mode == "dg":
         res["read_bw"] = bp.read_bandwidth(torch)
-    for B, ctx, nn, H in CASES:
+    cases = CASES_DECODE6 if os.environ.get("AB_CASES_SET") == "decode6" else (
+        [c for c in CASES if c[2] * c[3] == 128] if os.environ.get("AB_CASES_SET") == "n128" else CASES)
+    for B, ctx, nn, H in cases:
         torch.manual_seed(B * 7 + ctx + nn * 3 + H)
         kv, table = bp.make_cache(torch, B, ctx, 64)
         q, w, l1, l2 = bp.make_queries(torch, B, ctx, nn, H)
@@ -98,6 +106,9 @@ def main(argv: list[str]) -> int:
     global CASES
     if "--cases" in argv and argv[argv.index("--cases") + 1] == "n128":
         CASES = [c for c in CASES if c[2] * c[3] == 128]
+    if "--cases" in argv and argv[argv.index("--cases") + 1] == "decode6":
+        CASES = CASES_DECODE6
+    os.environ["AB_CASES_SET"] = argv[argv.index("--cases") + 1] if "--cases" in argv else "default"
     log = argv[argv.index("--log") + 1] if "--log" in argv else None
     entries = [a for a in argv if "=" in a]
     dg = run_child("dg", {})

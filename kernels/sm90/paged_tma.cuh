@@ -7,8 +7,9 @@
 // one barrier per tile; measured, they reach the read bandwidth only at next_n x H = 32. DeepGEMM's sm90 paged
 // kernel (read for facts only) feeds its math warpgroups from a TMA-issuing warp and reads K by descriptor.
 //
-// Block = one consumer warpgroup (warps 0-3) + one producer warp (warp 4), 160 threads; grid (B, split_n) and the
-// split rule as the other designs (the host's heuristic, from host numbers only: capturable).
+// Block = one consumer warpgroup (warps 0-3) + one producer warp (warp 4), 160 threads (256, a whole producer
+// warpgroup, where PAGED_TMA_SETMAXNREG splits the registers); grid (B, split_n) and the split rule as the other
+// designs (the host's heuristic, from host numbers only: capturable).
 //   * Producer: lane l reads block-table entry tile_begin + 32r + l (coalesced, 32 tiles at a time); lane 0, per
 //     tile, waits for the slot to be free, posts expect_tx(64 D + 256) on the slot's full mbarrier, and issues one
 //     3-D cp.async.bulk.tensor of the block's 64 x D key bytes (box {D, 64, 1} of the map over kv_cache as
@@ -66,15 +67,22 @@
 #ifndef PAGED_TMA_MIN_BLOCKS
 #define PAGED_TMA_MIN_BLOCKS 0
 #endif
-// PAGED_TMA_SETMAXNREG R (experiment, 0 = off; HANGS on the H200 as written, docs/PAGED.md "Call 5", call 3: the
-// producer is a lone warp in warpgroup 1 and setmaxnreg.sync.aligned is a warpgroup-wide instruction -- the likely
-// cause, not confirmed; a working form needs a whole producer warpgroup, 256 threads): the "register split" kernels (pt_register_split: H <= 64, 64 < next_n x H <= 128)
-// run four blocks per SM (__launch_bounds__(160, 4): 96 registers at entry), the producer warp gives its registers
-// back (setmaxnreg.dec to 24) and the consumer warpgroup takes R (setmaxnreg.inc), so the weights fit in registers
-// (PAGED_TMA_WLAYOUT + PAGED_TMA_WREGS forced on there) beside the 64 accumulators -- DeepGEMM's split (104 / 64).
+// PAGED_TMA_SETMAXNREG R (0 = off): DeepGEMM's register budget for the "register split" kernels (pt_register_split:
+// H <= 64, 64 < next_n x H <= 128). Their block is 256 threads, one consumer warpgroup (warps 0-3) + one whole
+// producer warpgroup (warps 4-7; warp 4 issues the copies, warps 5-7 only take part in the warpgroup-wide setmaxnreg
+// and leave), compiled for four blocks per SM (__launch_bounds__(256, 4): 64 registers at entry). The producer
+// warpgroup gives registers back (setmaxnreg.dec to PT_PRODUCER_REGS = 24) and the consumers take R
+// (setmaxnreg.inc), so the weights fit in registers (PAGED_TMA_WLAYOUT + PAGED_TMA_WREGS forced on there) beside
+// the 64 accumulators. The CTA pool must hold what the consumers ask: 128 (R - 64) <= 128 (64 - 24), so R <= 104.
+// decode5 call 3 tried it with a lone producer warp (160 threads) and hung: setmaxnreg is .sync.aligned over a
+// warpgroup. The host reads each kernel's block size from the manifest (max_threads of resources_by_next_n).
 #ifndef PAGED_TMA_SETMAXNREG
-#define PAGED_TMA_SETMAXNREG 0
+#define PAGED_TMA_SETMAXNREG 104
 #endif
+constexpr int PT_PRODUCER_REGS = 24;
+static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
+                                            PAGED_TMA_SETMAXNREG - 64 <= 64 - PT_PRODUCER_REGS),
+              "PAGED_TMA_SETMAXNREG: a multiple of 8 in (64, 104] (the CTA pool at 4 blocks of 256 threads per SM)");
 __host__ __device__ constexpr bool pt_register_split(int h, int nn) {
   return PAGED_TMA_SETMAXNREG > 0 && h <= 64 && nn * h > PAGED_PIPE_MAX_N && nn * h <= 128;
 }
@@ -85,7 +93,10 @@ __host__ __device__ constexpr int pt_min_blocks(int h, int nn) {
 }
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;
-constexpr int PT_THREADS = PT_CONSUMERS + WARP;  // + the producer warp
+// Threads per block: the consumers + the producer warp, or + a whole producer warpgroup where setmaxnreg runs.
+__host__ __device__ constexpr int pt_threads(int h, int nn) {
+  return PT_CONSUMERS + (pt_register_split(h, nn) ? PT_CONSUMERS : WARP);
+}
 constexpr int PT_ALIGN = 1024;                   // the 128B swizzle repeats every 8 rows of 128 bytes
 constexpr int PT_CONSUMER_BAR = 1;               // named barrier of the consumer warpgroup (0 = __syncthreads)
 
@@ -112,6 +123,18 @@ __device__ __forceinline__ void pt_wait(uint32_t bar, uint32_t parity) {
         "r"(parity), "n"(PAGED_TMA_SUSPEND_NS)
         : "memory");
   }
+}
+
+// Ends the thread where it stands: each setmaxnreg region ends in its own exit (a `return` merges into one exit
+// block, a join of the regions' register budgets that ptxas then allocates at the entry count).
+__device__ __forceinline__ void pt_exit() {
+  asm volatile("exit;" ::: "memory");
+  __builtin_unreachable();
+}
+
+// A wgmma descriptor moved by `units` x 16 bytes (the address field, bits 0-13; the caller keeps it from carrying).
+__device__ __forceinline__ uint64_t pt_desc_add(uint64_t desc, uint32_t units) {
+  return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + units);
 }
 
 // The largest divisor of next_n that is at most `most` (rows per wgmma chunk without zero padding).
@@ -195,6 +218,9 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   constexpr bool WLAYOUT = PAGED_TMA_WLAYOUT || SPLIT;
   constexpr bool WREGS = WLAYOUT && (PAGED_TMA_WREGS || SPLIT) && CHUNKS == 1;
   constexpr int SMR = SPLIT ? PAGED_TMA_SETMAXNREG : 0;
+  // One N > 64 wgmma as an N = 64 one and an N - 64 one (the 64-register entry count of the register split).
+  constexpr bool HALVES = SPLIT && NC > 64;
+  constexpr int NLO = 64, NHI = NC - NLO;
   constexpr int UNITS = CHUNKS;  // pipelined units (tile, chunk) per tile
   constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
@@ -222,6 +248,19 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
   const int n_tiles = tile_end - tile_begin;
   const i64 row0 = (i64)b * NN;
+  // DESIGN: fused -inf fill of [len_max, max_context_len), spread over every (split, consumer warp) of b.
+  auto fill_tail = [&]() {
+    if (clean && warp < 4) {
+      const int worker = split * num_warps + warp;
+      const int workers = split_n * num_warps;
+      const int fill = max_context_len - len_max;
+#pragma unroll
+      for (int j = 0; j < NN; ++j) {
+        float* dst_row = out + (row0 + j) * out_row_stride + len_max;
+        for (int c = worker * WARP + lane; c < fill; c += workers * WARP) dst_row[c] = -__int_as_float(0x7f800000);
+      }
+    }
+  };
 
   if (n_tiles > 0) {  // block-uniform
     const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
@@ -238,8 +277,11 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     }
     __syncthreads();
 
-    if (warp == 4) {
-      if constexpr (SMR > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;" ::: "memory");
+    if (SMR > 0 ? warp >= 4 : warp == 4) {
+      if constexpr (SMR > 0) {  // the whole producer warpgroup (warps 4-7) releases; only warp 4 goes on
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PT_PRODUCER_REGS) : "memory");
+        if (warp > 4) pt_exit();
+      }
       // DESIGN: producer warp. Table entries 32 tiles at a time (one coalesced load), lane 0 issues the copies.
       if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
       const int* table_row = block_table + (i64)b * max_blocks;
@@ -259,7 +301,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           __syncwarp();
         }
       }
-      if constexpr (SMR > 0) return;  // (24 registers from here on: the -inf fill is the consumers' anyway)
+      if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
       if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
       // Q (natural depth order, column n = row * H + head) into the swizzled layout, zero rows past next_n.
@@ -291,10 +333,29 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       auto issue = [&](float (&acc)[NACC], int i, int chunk) {
         fence_regs(acc);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        if constexpr (HALVES) {
+          // DESIGN: two wgmmas into the accumulator's parts (columns [0, 64) are acc[0, 32) in the m64nN fragment
+          // order, 4 per 8-column group): no one instruction holds more than 32 accumulators. ptxas checks a wgmma
+          // against the kernel's entry register count (C7602 "Insufficient registers (64)" for the N = 128 one),
+          // not against the setmaxnreg budget of the region it sits in.
+          // The descriptors as one base each plus k-step offsets in the 16-byte address field (addresses below
+          // 2^18: the field cannot carry), so the eight wgmmas share two descriptor computations.
+          float(&lo)[NLO / 2] = *reinterpret_cast<float(*)[NLO / 2]>(&acc[0]);
+          float(&hi)[NHI / 2] = *reinterpret_cast<float(*)[NHI / 2]>(&acc[NLO / 2]);
+          const uint64_t da = swizzled_desc<D>(ring0 + (i % S) * K_STAGE);
+          const uint64_t db = swizzled_desc<D>(q0 + chunk * RPC * H * D);
+          constexpr uint32_t HI_COLS = NLO * D / 16;  // column NLO of Q, in 16-byte units
 #pragma unroll
-        for (int s = 0; s < KS; ++s)
-          wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
-                          swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
+          for (int s = 0; s < KS; ++s) wgmma_ss_k32<NLO>(lo, pt_desc_add(da, 2 * s), pt_desc_add(db, 2 * s), s > 0);
+#pragma unroll
+          for (int s = 0; s < KS; ++s)
+            wgmma_ss_k32<NHI>(hi, pt_desc_add(da, 2 * s), pt_desc_add(db, HI_COLS + 2 * s), s > 0);
+        } else {
+#pragma unroll
+          for (int s = 0; s < KS; ++s)
+            wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
+                            swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
+        }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       };
       // PAGED_TMA_WREGS: this lane's weights of every row, read once (rows x H / 4 floats).
@@ -374,24 +435,18 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           }
         }
       }
+      if constexpr (SMR > 0) {  // every setmaxnreg region ends in a return (no join of register budgets)
+        fill_tail();
+        pt_exit();
+      }
     }
   }
 
-  // DESIGN: fused -inf fill of [len_max, max_context_len), spread over every (split, consumer warp) of b.
-  if (clean && warp < 4) {
-    const int worker = split * num_warps + warp;
-    const int workers = split_n * num_warps;
-    const int fill = max_context_len - len_max;
-#pragma unroll
-    for (int j = 0; j < NN; ++j) {
-      float* dst_row = out + (row0 + j) * out_row_stride + len_max;
-      for (int c = worker * WARP + lane; c < fill; c += workers * WARP) dst_row[c] = -__int_as_float(0x7f800000);
-    }
-  }
+  fill_tail();
 }
 
 // Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map.
-#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS, pt_min_blocks(H, NN))
+#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(pt_threads(H, NN), pt_min_blocks(H, NN))
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
   extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
       const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table,   \

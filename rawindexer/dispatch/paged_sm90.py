@@ -68,12 +68,13 @@ class PagedSm90Family(PagedGfx950Family):
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
         threads = pk.TARGETS[self.arch].threads(design)
+        entry = self.entry(p.heads, p.head_dim, p.block_size, design)
+        res = entry.get("resources_by_next_n", {}).get(str(p.next_n), entry["resources"]) if entry else {}
+        # the next_n kernel's own block size where the manifest records it (decode "tma" with the register split:
+        # 256 threads at H <= 64, next_n x H = 128; kernels/sm90/paged_tma.cuh, pt_threads)
+        threads = res.get("max_threads", threads)
         if not split_n:
-            entry = self.entry(p.heads, p.head_dim, p.block_size, design)
-            regs = 128
-            if entry:
-                res = entry.get("resources_by_next_n", {}).get(str(p.next_n), entry["resources"])
-                regs = res["registers"]
+            regs = res.get("registers", 128)
             by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * threads)
             per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
             tiles = -(-p.max_context_len // pk.SM90_TILE)

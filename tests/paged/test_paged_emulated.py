@@ -196,7 +196,10 @@ def test_sm90_plans_fit_the_sm(rng):
         for design in ("f16", "fp8", "tma"):
             plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design=design)
             assert plan.shared_mem == pk.sm90_shared_bytes(heads, head_dim, next_n, design) <= SHARED_PER_SM
-            assert plan.grid[0] == batch and plan.block == (pk.TARGETS["sm_90a"].threads(design), 1, 1)
+            threads = family.entry(heads, head_dim, 64, design)["resources_by_next_n"][str(next_n)]["max_threads"]
+            assert threads == pk.TARGETS["sm_90a"].threads(design) or (
+                design == "tma" and threads == 256 and heads <= 64 and 64 < heads * next_n <= 128)
+            assert plan.grid[0] == batch and plan.block == (threads, 1, 1)
             # small batches may split down to one tile; where MIN_TILES_PER_SPLIT-tile splits fill every
             # possible resident block (132 SMs x MAX_BLOCKS_PER_SM) the floor holds
             tiles = -(-ctx // 64)
@@ -301,7 +304,9 @@ def test_host_sizes_match_the_kernel_sources():
         pk.SM90_STAGES, pk.SM90_TILE, pk.SM90_K_PAD, pk.SM90_THREADS)
     tma = (REPO / "kernels" / "sm90" / "paged_tma.cuh").read_text()
     assert f"#define PAGED_TMA_STAGES {pk.SM90_TMA_STAGES}\n" in tma
-    assert "constexpr int PT_THREADS = PT_CONSUMERS + WARP;" in tma and pk.SM90_TMA_THREADS == 128 + 32
+    # 160 (+ the producer warp); the register-split kernels (PAGED_TMA_SETMAXNREG) take a whole producer warpgroup,
+    # 256, and the manifest records each kernel's own block size (max_threads of resources_by_next_n)
+    assert "PT_CONSUMERS + (pt_register_split(h, nn) ? PT_CONSUMERS : WARP)" in tma and pk.SM90_TMA_THREADS == 128 + 32
     gfx = constants(source("gfx950"))
     assert pk.dynamic_lds_bytes(32, 128, 1) == 32 * (128 + gfx["Q_PAD"]) + 32 * 4
     assert gfx["MAX_NEXT_N"] == sm90["MAX_NEXT_N"] == pk.MAX_NEXT_N
