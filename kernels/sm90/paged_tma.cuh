@@ -76,8 +76,11 @@
 // the 64 accumulators. The CTA pool must hold what the consumers ask: 128 (R - 64) <= 128 (64 - 24), so R <= 104.
 // decode5 call 3 tried it with a lone producer warp (160 threads) and hung: setmaxnreg is .sync.aligned over a
 // warpgroup. The host reads each kernel's block size from the manifest (max_threads of resources_by_next_n).
+// ptxas checks a wgmma against the entry count (64), so these kernels issue N = 128 (96) as N = 64 + 64 (32).
+// Measured on the H200 (docs/PAGED.md "Call 6"): runs (sweep 98/98, racecheck 0 hazards) but only 0.4-1.2% faster at
+// H 64 next_n 2 and 3-14% slower at H 32 next_n 3 / 4: off.
 #ifndef PAGED_TMA_SETMAXNREG
-#define PAGED_TMA_SETMAXNREG 104
+#define PAGED_TMA_SETMAXNREG 0
 #endif
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
