@@ -81,6 +81,30 @@ __device__ __forceinline__ void tma_fill_neg_inf(float* __restrict__ row, int a,
 // Weight float4s (two column groups each) a v9 consumer keeps in registers next to its 64 accumulators: 6 of 8 at
 // H >= 64 (the most that stays spill-free at 112 registers, ptxas 13.0, D = 64 and 128; measured 0.8% faster than
 // none at H = 64); none at H = 32, where the 2 that fit measured 2.9% slower (docs/PERFORMANCE.md v9, call 2).
+// One tile's wgmmas, issued and waited for: KS k-steps of 32 bytes, A from k_desc(s), B from q_desc(s).
+template <int NQ, int KS, int NACC, typename KDesc, typename QDesc>
+__device__ __forceinline__ void tile_wgmmas(float (&acc)[NACC], KDesc k_desc, QDesc q_desc) {
+  fence_regs(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int s = 0; s < KS; ++s) wgmma_ss_k32<NQ>(acc, k_desc(s), q_desc(s), s > 0);
+  fence_regs(acc);
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  wgmma_wait<0>();
+  fence_regs(acc);
+}
+
+// After a tile's wgmmas: this warp's share of the release of the ring stage they read (one arrival per warp), and
+// the consumer's step to the next stage.
+__device__ __forceinline__ void release_stage(uint32_t empty0, int& stage, uint32_t& phase, int lane) {
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty0 + 8 * stage);
+  if (++stage == TMA_STAGES) {
+    stage = 0;
+    phase ^= 1;
+  }
+}
+
 template <int H>
 __host__ __device__ constexpr int tma_kept_weight_pairs() {
   return H == 32 ? 0 : 6;
@@ -266,21 +290,10 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
         mbar_wait(full0 + 8 * stage, phase);
         if (hit) {
           const uint64_t k_desc = k_desc0 + (uint32_t)stage * (STAGE_BYTES >> 4);
-          fence_regs(acc);
-          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-          for (int s = 0; s < KS; ++s) wgmma_ss_k32<NQ>(acc, k_desc + 2 * s, q_desc + 2 * s, s > 0);  // +32 bytes
-          fence_regs(acc);
-          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-          wgmma_wait<0>();
-          fence_regs(acc);
+          tile_wgmmas<NQ, KS>(acc, [&](int s) { return k_desc + 2 * s; },  // +32 bytes per k-step
+                              [&](int s) { return q_desc + 2 * s; });
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty0 + 8 * stage);  // this warp's share of the wgmma has read the tile
-        if (++stage == TMA_STAGES) {
-          stage = 0;
-          phase ^= 1;
-        }
+        release_stage(empty0, stage, phase, lane);
         float res[VPL];
         if (hit) {
           // The same f32 order as the masked form: two FMA chains per (row, token), added at the end.
@@ -346,22 +359,10 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
         mbar_wait(full0 + 8 * stage, phase);
         if (hit) {
           const uint32_t k_base = ring0 + stage * STAGE_BYTES;
-          fence_regs(acc);
-          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-  #pragma unroll
-          for (int s = 0; s < KS; ++s)
-            wgmma_ss_k32<NQ>(acc, swizzled_desc<D>(k_base + 32 * s), swizzled_desc<D>(q_base + 32 * s), s > 0);
-          fence_regs(acc);
-          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-          wgmma_wait<0>();
-          fence_regs(acc);
+          tile_wgmmas<NQ, KS>(acc, [&](int s) { return swizzled_desc<D>(k_base + 32 * s); },
+                              [&](int s) { return swizzled_desc<D>(q_base + 32 * s); });
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty0 + 8 * stage);  // this warp's share of the wgmma has read the tile
-        if (++stage == TMA_STAGES) {
-          stage = 0;
-          phase ^= 1;
-        }
+        release_stage(empty0, stage, phase, lane);
         // Exact f32 head reduction (as "wg"), kv_scale after it (kv_scale >= 0 commutes with the ReLU).
         float res[VPL];
         if (hit) {
