@@ -283,6 +283,13 @@ class _LaunchIndexers(dict):
         self.hot.clear()
         return super().pop(key, default)
 
+    def remember_hot(self, key: tuple, prepared: Any) -> None:
+        """Keep ``key`` -> ``prepared``; past MAX_CACHED_SHAPES entries the hot cache starts over, as an Indexer's
+        description cache does (a loop over ever new shapes must not grow it without bound)."""
+        if len(self.hot) >= MAX_CACHED_SHAPES:
+            self.hot.clear()
+        self.hot[key] = prepared
+
 
 _RAW = _LaunchIndexers()
 
@@ -399,5 +406,5 @@ def launch(q_ptr: int, k_ptr: int, kv_scale_ptr: int, weights_ptr: int, cu_seqle
                                         out_ptr), M, N, out_row_stride, clean_logits, stream, device_id)
     shape = indexer._shapes.get(("raw", M, N, out_row_stride, clean_logits, device_id))
     if shape is not None and shape.aligned is not None and (clean_logits is True or clean_logits is False):
-        _RAW.hot[hot_key] = shape.aligned
+        _RAW.remember_hot(hot_key, shape.aligned)
     return template

@@ -324,6 +324,10 @@ def test_raw_launch_hot_entries_are_per_shape_and_dropped_with_their_indexers(cu
     assert launched_kernargs(cuda2.launches()[-1]) == other.plan(tuple(good)).kernargs and len(cuda2.launches()) == n + 1
     api.reset_caches("cuda")
     assert not api._RAW.hot and not api._RAW
+    for n in range(api.MAX_CACHED_SHAPES + 2):  # ever new shapes: the hot cache starts over, as the Indexer's does
+        rawindexer.launch(*good, M=64, N=1000 + n, **kw)
+        assert 1 <= len(api._RAW.hot) <= api.MAX_CACHED_SHAPES
+    api._RAW.clear()
     again = rawindexer.launch(*good, M=64, N=1000, **kw)
     assert again is not first[0] and launched_kernargs(cuda2.launches()[-1]) == again.plan(tuple(good)).kernargs
     api._RAW.clear()
