@@ -328,11 +328,12 @@ class CudaBackend(DriverBackend):
         _RECORD.pack_into(record, 0, *raw.addresses, context, handle, grid[0] | grid[1] << 32,
                           grid[2] | block[0] << 32, block[1] | block[2] << 32, shared_mem, ctypes.addressof(extra), 0)
         keep = (record, size, extra)  # what the record points at, alive as long as go
-        if (raw.extension is not None and tuple(pointer_offsets) == tuple(range(0, 8 * len(pointer_offsets), 8))
-                and len(kernargs) <= 1024):
+        ext = raw.extension
+        if (ext is not None and tuple(pointer_offsets) == tuple(range(0, 8 * len(pointer_offsets), 8))
+                and len(kernargs) <= ext.MAX_KERNARG_BYTES and len(pointer_offsets) <= ext.MAX_POINTERS):
             # the extension copies the record per call (no lock) and reads the integers itself (no pack_into)
-            return raw.extension.bind(base, len(kernargs), len(pointer_offsets),
-                                      functools.partial(self._shim_error, device_id=device_id), keep)
+            return ext.bind(base, len(kernargs), len(pointer_offsets),
+                            functools.partial(self._shim_error, device_id=device_id), keep)
         if raw.shim is None:  # an extension-only build with a layout the extension does not take
             return self._bind_ctypes(raw, context, handle, grid, block, shared_mem, kernargs, pointer_offsets,
                                      device_id)

@@ -91,3 +91,20 @@ def test_threads_sharing_one_bound_launch_send_their_own_pointers(bound):
     sent = sorted(call[1][7] for call in drv.launches()[before:])
     expected = sorted(struct.pack("<7Q", *p) + tail for calls in per_thread for p in calls)
     assert sent == expected
+
+
+def test_argument_lists_past_the_extensions_bounds_take_the_ctypes_launcher(monkeypatch):
+    """The bounds bind() takes come from the build (MAX_KERNARG_BYTES); a longer argument list is launched by the
+    ctypes-called launcher instead, with the same bytes."""
+    drv = install(monkeypatch)
+    use_raw_route(monkeypatch, drv, "ext")
+    backend = cuda_backend.CudaBackend(0)
+    extension = backend._raw.extension
+    rng = np.random.default_rng()
+    for size, by_extension in ((extension.MAX_KERNARG_BYTES, True), (extension.MAX_KERNARG_BYTES + 8, False)):
+        tail = rng.integers(0, 256, size - 56, dtype=np.uint8).tobytes()
+        go = backend.bind_launch(0x1234, 0, (8, 1, 1), (128, 1, 1), 0, bytes(56) + tail, tuple(range(0, 56, 8)))
+        assert (type(go).__name__ == "builtin_function_or_method") == by_extension
+        pointers = random_pointers(rng)
+        go(0x50001, *pointers)
+        assert drv.launches()[-1][1][7] == struct.pack("<7Q", *pointers) + tail

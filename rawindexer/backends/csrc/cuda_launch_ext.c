@@ -128,4 +128,13 @@ static struct PyModuleDef ri_module = {PyModuleDef_HEAD_INIT, "_ri_cuda_launch",
                                        "rawindexer's CUDA launcher (see cuda_launch.c)", -1, ri_methods,
                                        NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__ri_cuda_launch(void) { return PyModule_Create(&ri_module); }
+/* The module, with the bounds bind() takes (MAX_KERNARG_BYTES, MAX_POINTERS), so Python asks them of the build. */
+PyMODINIT_FUNC PyInit__ri_cuda_launch(void) {
+    PyObject *module = PyModule_Create(&ri_module);
+    if (module && (PyModule_AddIntConstant(module, "MAX_KERNARG_BYTES", RI_MAX_KERNARG_BYTES) < 0 ||
+                   PyModule_AddIntConstant(module, "MAX_POINTERS", RI_MAX_POINTERS) < 0)) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
