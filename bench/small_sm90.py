@@ -7,7 +7,8 @@ how long the longest one runs), not the steady-state rate. One device call times
 configuration it times; 4096 x 4096 with a few configurations for reference.
 
     python bench/small_sm90.py [--reps 15] [--out DIR]          # the sweep (every config graded)
-    python bench/small_sm90.py --confirm [--reps 30] [--out DIR] # the public call (default design) vs DeepGEMM
+    python bench/small_sm90.py --confirm [--reps 30] [--out DIR] # the public call (default design) vs DeepGEMM on
+                                                                 # 1024^2, 4096^2, 128 x 32768; the A/B of v10-small
 
 Timing: rawindexer.bench.time_fn (CUDA events around each call, ~1 ms of GPU busy-wait before it, median; input
 sets rotated past twice the 60 MB L2), as bench/race_sm90.py. DeepGEMM is timed before and after the configs of a
@@ -63,6 +64,17 @@ def configs(design_instances: dict[str, list[int]], small: bool) -> list[tuple[s
     return out
 
 
+def confirm_configs(heads: int, small: bool) -> list[tuple[str, dict]]:
+    """--confirm: the public call; at N = 1024 also, through the family, the wg heuristic's plan (zigzag rows since
+    v10-small), the same grid in the old forward order, a few other wg grids in the zigzag order, and tmas."""
+    out: list[tuple[str, dict]] = [("api", {})]
+    if small:
+        out += [("wg", {}), ("wg", {"reverse_rows": False}), ("tmas", {}), ("tmas", {"split_n": 2, "reverse_rows": True})]
+        grids = ((2, 4), (4, 4), (2, 8)) if heads == 32 else ((2, 8), (1, 4))
+        out += [("wg", {"block_m": bm, "num_warps": nw}) for bm, nw in grids]
+    return out
+
+
 class Planner:
     """Plans and launches any sm_90a design of the package build with explicit Tunables, through CudaBackend."""
 
@@ -99,8 +111,8 @@ class Planner:
 
 def cfg_label(design: str, plan_config: dict, grid) -> str:
     c = plan_config
-    return (f"{c.get('design', design)}:bm{c['block_m']}/w{c['num_warps']}/s{c['split_n']}"
-            f"/{'rev' if c['reverse_rows'] else 'fwd'} grid {grid[0]}x{grid[1]}")
+    order = "rev" if c["reverse_rows"] else "zig" if c.get("zigzag_rows") else "fwd"
+    return f"{c.get('design', design)}:bm{c['block_m']}/w{c['num_warps']}/s{c['split_n']}/{order} grid {grid[0]}x{grid[1]}"
 
 
 def main() -> None:
@@ -141,7 +153,7 @@ def main() -> None:
                 outs = [torch.empty((M, N), device="cuda") for _ in range(nsets)]
                 ref = reference64(sets[0])
                 insts = {d: planner.instances(d, H) for d in ("wg", "wgr")}
-                todo = [("api", {})] if a.confirm else configs(insts, (M, N) in SMALL)
+                todo = confirm_configs(H, (M, N) in SMALL) if a.confirm else configs(insts, (M, N) in SMALL)
                 for clean in (True, False):
                     case = f"{M}x{N} {window:9s} c{int(clean)} H{H}"
                     dgf = None
