@@ -14,6 +14,7 @@ enum : int {
   FLAG_CLEAN_LOGITS = 1,  // write -inf outside each row's window (the fused -inf fill)
   FLAG_REVERSE_ROWS = 2,  // dispatch high-m row blocks first
   FLAG_VEC4_FILL = 4,     // out and out_row_stride keep every row 16-byte aligned: float4 -inf fill (sm_90a)
+  FLAG_ZIGZAG_ROWS = 8,   // the first half of the row grid walks the row blocks down from the top, the second half up
 };
 
 constexpr int WARP = 32;
@@ -71,6 +72,10 @@ __device__ __forceinline__ void quad_sums(const float (&part)[V], float (&res)[V
 
 // DESIGN: grid is (ceil(M / BM), SplitN); high-m row blocks first when asked, since under causal
 // masking a block's work grows with m and the longest blocks should not be the tail.
+// FLAG_ZIGZAG_ROWS (v10-small), for row grids the card holds in one pass: blocks x < ceil(R / 2) take row blocks
+// R-1, R-2, ... and the rest 0, 1, ...; the scheduler hands blocks x, x + SMs, x + 2 SMs, ... to the same SM, so each
+// SM gets long and short causal rows in equal measure (1024 x 1024 causal: per-SM tiles ~17 everywhere instead of
+// 9-26 in either straight order).
 struct RowBlock {
   int m0, nrows, split;
   bool clean;
@@ -79,7 +84,10 @@ struct RowBlock {
 template <int BM>
 __device__ __forceinline__ RowBlock row_block_of(int M, int flags) {
   const int row_blocks = (M + BM - 1) / BM;
-  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - (int)blockIdx.x : (int)blockIdx.x;
+  const int x = (int)blockIdx.x, half = (row_blocks + 1) / 2;
+  const int row_block = (flags & FLAG_REVERSE_ROWS) ? row_blocks - 1 - x
+                        : (flags & FLAG_ZIGZAG_ROWS) ? (x < half ? row_blocks - 1 - x : x - half)
+                                                     : x;
   const int m0 = row_block * BM;
   return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
 }

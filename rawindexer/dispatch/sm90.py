@@ -49,6 +49,7 @@ from .base import BUILD_DIR, KernelFamily, LaunchPlan, Pointers, Problem, Tunabl
 FLAG_CLEAN_LOGITS = 1
 FLAG_REVERSE_ROWS = 2
 FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: float4 -inf fill
+FLAG_ZIGZAG_ROWS = 8   # row blocks from both ends: grid x < ceil(R/2) -> R-1-x, else x - ceil(R/2) (kernels/sm90/common.cuh)
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
 TILE_TOKENS = {name: d.params["tile_tokens"] for name, d in registry.SM90_DESIGNS.items()}
@@ -88,6 +89,10 @@ ROW_BLOCKS_PER_SM_FOR_4_WARPS = 3
 MIN_TILES_PER_STREAM = 16
 #: seed rule: high-m-first dispatch pays once rows' windows are long
 REVERSE_ROWS_MIN_N = 2048
+#: designs whose heuristic row order below REVERSE_ROWS_MIN_N is the zigzag (FLAG_ZIGZAG_ROWS) instead of forward: there
+#: the row grid is one pass of the card, and the scheduler gives blocks x, x + SMs, ... to one SM, so the zigzag pairs
+#: long causal rows with short ones on every SM (v10-small in docs/PERFORMANCE.md; measured for "wg" only)
+ZIGZAG_DESIGNS = ("wg",)
 
 
 class Sm90Family(KernelFamily):
@@ -201,10 +206,13 @@ class Sm90Family(KernelFamily):
     def _launch_plan(self, symbol: str, p: Problem, t: Tunables, pointers: Pointers, block_m: int, row_blocks: int,
                      split_n: int, num_warps: int, shared_mem: int) -> LaunchPlan:
         """The plan of one resolved launch: grid (row blocks, split_n), 32 * num_warps threads, the flags (clean
-        logits; high-m rows first past REVERSE_ROWS_MIN_N keys unless asked; the float4 -inf fill where every row of
-        out starts 16-byte aligned: every design's fill takes it), packed kernargs."""
+        logits; high-m rows first past REVERSE_ROWS_MIN_N keys unless asked, the zigzag order below it for
+        ZIGZAG_DESIGNS unless the caller fixed reverse_rows; the float4 -inf fill where every row of out starts
+        16-byte aligned: every design's fill takes it), packed kernargs."""
         reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
-        flags = (FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
+        zigzag = t.reverse_rows is None and not reverse and self.design in ZIGZAG_DESIGNS
+        flags = ((FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
+                 | (FLAG_ZIGZAG_ROWS if zigzag else 0))
         if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
             flags |= FLAG_VEC4_FILL
         entry = self.target["kernels"][symbol]
@@ -216,7 +224,7 @@ class Sm90Family(KernelFamily):
             "num_warps": num_warps, "flags": flags,
         }
         config = {"design": self.design, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
-                  "reverse_rows": reverse, "unroll2": False}
+                  "reverse_rows": reverse, "zigzag_rows": zigzag, "unroll2": False}
         if map_slot is None:
             kernargs = pack_kernargs(entry["args"], values, entry["kernarg_size"])
         else:  # K's tensor map (v8 "tmas"): encoded for pointers.k; launch_path re-encodes per K pointer

@@ -105,6 +105,29 @@ def test_plan_defaults_and_kernargs(sm90_target):
     assert square.config["split_n"] == 1 and square.config["num_warps"] == 4
 
 
+def test_plan_row_order(sm90_target):
+    """v10-small: below REVERSE_ROWS_MIN_N keys the wg heuristic takes the zigzag row order (flag 8: the grid's
+    first half walks the row blocks down from the top, the second half up), past it high-m first (flag 2); a
+    caller's reverse_rows keeps the straight order it names; designs outside ZIGZAG_DESIGNS never take it."""
+    from rawindexer.dispatch.sm90 import FLAG_REVERSE_ROWS, FLAG_ZIGZAG_ROWS, REVERSE_ROWS_MIN_N, Sm90Family
+
+    fam = _family(sm90_target)
+    flags = lambda plan: int.from_bytes(plan.kernargs[80:84], "little")
+    order = lambda plan: (bool(flags(plan) & FLAG_REVERSE_ROWS), bool(flags(plan) & FLAG_ZIGZAG_ROWS))
+    for n in (64, 1024, REVERSE_ROWS_MIN_N):
+        plan = fam.plan(Problem(1024, n, 64, 128, n, True), Tunables(), PTRS, 132)
+        assert order(plan) == (False, True) and plan.config["zigzag_rows"] and not plan.config["reverse_rows"], n
+        assert flags(plan) == 1 | 4 | FLAG_ZIGZAG_ROWS, n
+    past = fam.plan(Problem(1024, REVERSE_ROWS_MIN_N + 1, 32, 128, 4096, True), Tunables(), PTRS, 132)
+    assert order(past) == (True, False) and not past.config["zigzag_rows"]
+    for asked in (False, True):
+        fixed = fam.plan(Problem(1024, 1024, 32, 128, 1024, False), Tunables(reverse_rows=asked), PTRS, 132)
+        assert order(fixed) == (asked, False) and fixed.config["reverse_rows"] is asked
+    other = Sm90Family(build_dir=sm90_target[0], design="mma").plan(Problem(1024, 1024, 32, 128, 1024, True),
+                                                                   Tunables(), PTRS, 132)
+    assert order(other) == (False, False) and not other.config["zigzag_rows"]
+
+
 @pytest.mark.parametrize("tunables, problem, match", [
     (Tunables(block_m=3), Problem(64, 64, 32, 128, 64, True), "block_m"),
     (Tunables(num_warps=6), Problem(64, 64, 32, 128, 64, True), "num_warps"),
