@@ -4,9 +4,10 @@
 # rawindexer/_kernels (main's build), .v/pers (bench/paged_tma_variant.py .v/pers --all -DPAGED_TMA_PERSISTENT=1)
 # and .whl (DeepGEMM):
 #   bash docs/results/decode7_h200.sh          # logs under ${OUT:-/tmp/d7_out}, tarred into d7_logs.tgz
+# Call 1: QUICK=1 RACE=0 bash docs/results/decode7_h200.sh
 # Steps (each can be turned off): SMOKE (the persistent build on one small case: a hang costs 40 s), AB
 # (bench/paged_ab.py over --cases decode7; entries ":w1"/":w2" force split_n = 1 or 2 waves of the resident
-# blocks), SWEEP (tests/gpu/test_paged_gpu.py --design tma on $SWEEP_DIR: the whole tma sweep with the heuristic,
+# blocks), SWEEP (tests/gpu/test_paged_gpu.py --design tma on $SWEEP_DIR: the whole tma sweep (QUICK=1: H 64 D 128) with the heuristic,
 # then the quick one with several (b, split) units per block: --split 5 --persistent-grid 4 and --split 1
 # --persistent-grid 2), RACE (compute-sanitizer racecheck of the quick sweep with --split 5 --persistent-grid 4).
 set -u
@@ -33,8 +34,9 @@ if [ -n "$AB" ]; then
 fi
 if [ "${SWEEP:-1}" = 1 ]; then
   export RAWINDEXER_KERNEL_DIR=$PWD/$SWEEP_DIR
-  step "sweep (tma, $SWEEP_DIR)"
-  timeout "${SWEEP_S:-150}" python3 tests/gpu/test_paged_gpu.py --design tma --log "$L/sweep_tma.log" > "$L/sweep.out" 2>&1
+  step "sweep (tma, $SWEEP_DIR${QUICK:+, quick})"
+  timeout "${SWEEP_S:-150}" python3 tests/gpu/test_paged_gpu.py ${QUICK:+--quick} --design tma --log "$L/sweep_tma.log" \
+    > "$L/sweep.out" 2>&1
   echo "rc=$?"; grep -v '^PASS' "$L/sweep.out" | tail -5 | cut -c1-200
   for g in "5 4" "1 2"; do
     set -- $g
