@@ -87,7 +87,9 @@
 // [U g / G, U (g + 1) / G) of U = batch x split_n, b-major (so consecutive units share b). The K ring and its mbarrier
 // phases run on across units (the producer fills the next unit's tiles while the consumers finish this one's), Q and
 // the weights are staged again only where b changes, the -inf fill is per unit as in the one-unit grid. The host
-// tells the form from the manifest's argument list (dispatch/paged_sm90.py, is_persistent).
+// tells the form from the manifest's argument list (dispatch/paged_sm90.py, is_persistent). Measured on the H200
+// (docs/PAGED.md "Call 7"): correct (quick tma sweep 18/18 with several units per block), but 5-9% slower than the
+// one-unit grid at the large N = 128 cases and up to 2 us slower per block at small batches: off.
 #ifndef PAGED_TMA_PERSISTENT
 #define PAGED_TMA_PERSISTENT 0
 #endif
@@ -323,7 +325,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       // Q (natural depth order, column n = row * H + head) into the swizzled layout, zero rows past next_n.
       for (int c = tid; c < QROWS * H * (D / 16); c += PT_CONSUMERS) {
         const int n = c / (D / 16), j = c % (D / 16);
-        const uint4 v = n < NN * H ? __ldg(reinterpret_cast<const uint4*>(a.q + (row0 * H + n) * D + 16 * j))
+        const uint4 v = n < NN * H ? __ldg(reinterpret_cast<const uint4*>(q + (row0 * H + n) * D + 16 * j))
                                    : make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(q_s + swizzled<D>(n * D + 16 * j)) = v;
       }
