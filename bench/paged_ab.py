@@ -173,7 +173,8 @@ def main(argv: list[str]) -> int:
         nbytes = B * ctx * 132
         cells = []
         for _, res in runs:
-            t, diff, ok, split = (list(res.get(key, ())) + [float("nan"), float("nan"), False, 0][len(res.get(key, ())):])
+            got = list(res.get(key, ()))  # (us, calc_diff, finite, split_n); older logs lack the split
+            t, diff, ok, split = got + [float("nan"), float("nan"), False, 0][len(got):]
             flag = "" if ok and (diff != diff or diff < 1e-3) else " BAD"
             cells.append(f"{t:.1f} ({t / t_dg:.2f}, {100 * nbytes / (t * 1e-6) / bw:.0f}%, s{split}){flag}")
         lines.append(f"| {B} | {ctx} | {nn} | {H} | {nn * H} | {t_dg:.1f} | " + " | ".join(cells) + " |")
