@@ -2,10 +2,12 @@
 subprocess through RAWINDEXER_KERNEL_DIR) in the order given, so drift between builds shows as the spread of a
 repeated entry (give the baseline twice). Design "tma" (block size 64, D = 128) unless the entry says otherwise.
 
-    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN] ... [--log FILE] [--cases all|n128]
+    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN][:pN|:wK] ... [--log FILE] [--cases all|n128|decode6|decode7]
 
 ":sN": the build's tma ring has N stages (the host sizes shared memory from paged_kernels.SM90_TMA_STAGES);
-":dDESIGN": time that design. Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5 replays),
+":dDESIGN": time that design; ":pN": split_n = N forced through the API; ":wK": split_n = max(1, K x slots // B), K
+waves of the host's resident blocks (slots: dispatch/paged_sm90.py's choose), forced the same way. Each cell names the
+split_n it ran ("s33"; the heuristic's where none is forced). Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5 replays),
 ours / DeepGEMM, % of the read bandwidth (torch sum over 4 GiB, DeepGEMM's subprocess), calc_diff against DeepGEMM
 over the valid columns (BAD: > 1e-3 or a non-finite valid output).
 """
@@ -23,11 +25,46 @@ CASES = [  # (B, context, next_n, H): N = next_n x H = 128 first, then 64 and 32
     (64, 32768, 1, 64), (64, 131072, 1, 64), (64, 131072, 2, 32), (64, 131072, 1, 32), (64, 32768, 1, 32),
 ]
 # --cases decode6: the register-split kernels (N = 96, 128 at H <= 64) at large and small batches, a few N <= 64
+# --cases decode7: the brief's grid (B x context x (H 64 nn 1/2, H 32 nn 4)), large N = 128 first
+CASES_DECODE7 = [
+    (64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 4, 32), (256, 4096, 2, 64),
+    (8, 32768, 2, 64), (1, 131072, 2, 64),
+    (64, 32768, 1, 64), (64, 131072, 1, 64), (256, 32768, 1, 64), (256, 4096, 1, 64), (8, 32768, 1, 64),
+    (1, 131072, 1, 64), (64, 131072, 4, 32), (256, 4096, 4, 32),
+]
 CASES_DECODE6 = [
     (64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 4, 32), (256, 4096, 2, 64),
     (64, 32768, 3, 32), (64, 32768, 1, 64), (64, 131072, 2, 32), (64, 32768, 1, 32),
     (1, 131072, 2, 64), (8, 32768, 2, 64), (1, 4096, 2, 64),
 ]
+
+
+def case_set(name: str) -> list:
+    return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7,
+            "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
+
+
+def _choose(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_blocks: int, max_blocks: int,
+            split_n: int = 0) -> dict:
+    from rawindexer.dispatch.paged_gfx950 import PagedProblem
+    from rawindexer.dispatch.paged_sm90 import PagedSm90Family
+    p = PagedProblem(B, nn, H, 128, 64, ctx, max_blocks, ctx, False, False, num_blocks=num_blocks)
+    return PagedSm90Family(None).choose(p, sms, split_n, 0, design)
+
+
+def heuristic_split(*case) -> int:
+    return _choose(*case)["split_n"]
+
+
+def forced_split(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_blocks: int, max_blocks: int) -> int:
+    """split_n of the entry's ":pN" / ":wK" option (AB_SPLIT), 0 (the heuristic) without one."""
+    opt = os.environ.get("AB_SPLIT", "")
+    if opt.startswith("p"):
+        return int(opt[1:])
+    if opt.startswith("w"):
+        slots = _choose(B, ctx, nn, H, design, sms, num_blocks, max_blocks)["slots"]
+        return max(1, int(opt[1:]) * slots // B)
+    return 0
 
 
 def ref_path(key: str) -> str:
@@ -47,8 +84,8 @@ def child(mode: str) -> None:
     res: dict = {}
     if mode == "dg":
         res["read_bw"] = bp.read_bandwidth(torch)
-    cases = CASES_DECODE6 if os.environ.get("AB_CASES_SET") == "decode6" else (
-        [c for c in CASES if c[2] * c[3] == 128] if os.environ.get("AB_CASES_SET") == "n128" else CASES)
+    cases = case_set(os.environ.get("AB_CASES_SET", "default"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     for B, ctx, nn, H in cases:
         torch.manual_seed(B * 7 + ctx + nn * 3 + H)
         kv, table = bp.make_cache(torch, B, ctx, 64)
@@ -62,9 +99,10 @@ def child(mode: str) -> None:
             else:
                 print(f"# {key}: {why}", file=sys.stderr)
         else:
+            split = forced_split(B, ctx, nn, H, design, sms, kv.shape[0], table.shape[1])
             out = torch.empty((B * nn, ctx), dtype=torch.float32, device="cuda")
             f = lambda: rawindexer.fp8_paged_mqa_logits(q.view(torch.uint8), kv, w, l1, table, ctx,  # noqa: E731
-                                                        out=out, variant=design)
+                                                        out=out, variant=design, split_n=split)
             out.fill_(float("nan"))
             f()
             torch.cuda.synchronize()
@@ -75,7 +113,8 @@ def child(mode: str) -> None:
                 ref = torch.load(ref_path(key)).cuda()
                 diff = bp.calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
                 del ref
-            res[key] = (bp.graph_time(torch, f) * 1e6, diff, ok)
+            res[key] = (bp.graph_time(torch, f) * 1e6, diff, ok, split or heuristic_split(B, ctx, nn, H, design, sms,
+                                                                                        kv.shape[0], table.shape[1]))
             del out
         del kv, table, q, w
         torch.cuda.empty_cache()
@@ -104,11 +143,8 @@ def main(argv: list[str]) -> int:
         child(argv[1])
         return 0
     global CASES
-    if "--cases" in argv and argv[argv.index("--cases") + 1] == "n128":
-        CASES = [c for c in CASES if c[2] * c[3] == 128]
-    if "--cases" in argv and argv[argv.index("--cases") + 1] == "decode6":
-        CASES = CASES_DECODE6
     os.environ["AB_CASES_SET"] = argv[argv.index("--cases") + 1] if "--cases" in argv else "default"
+    CASES = case_set(os.environ["AB_CASES_SET"])
     log = argv[argv.index("--log") + 1] if "--log" in argv else None
     entries = [a for a in argv if "=" in a]
     dg = run_child("dg", {})
@@ -123,6 +159,8 @@ def main(argv: list[str]) -> int:
                 extra["AB_TMA_STAGES"] = o[1:]
             elif o.startswith("d"):
                 extra["AB_DESIGN"] = o[1:]
+            elif o.startswith(("p", "w")):
+                extra["AB_SPLIT"] = o
         label = name if name not in [r[0] for r in runs] else f"{name}#{sum(r[0].split('#')[0] == name for r in runs) + 1}"
         runs.append((label, run_child("ours", extra)))
         print(f"# done {label}", flush=True)
@@ -135,9 +173,10 @@ def main(argv: list[str]) -> int:
         nbytes = B * ctx * 132
         cells = []
         for _, res in runs:
-            t, diff, ok = res.get(key, (float("nan"), float("nan"), False))
+            got = list(res.get(key, ()))  # (us, calc_diff, finite, split_n); older logs lack the split
+            t, diff, ok, split = got + [float("nan"), float("nan"), False, 0][len(got):]
             flag = "" if ok and (diff != diff or diff < 1e-3) else " BAD"
-            cells.append(f"{t:.1f} ({t / t_dg:.2f}, {100 * nbytes / (t * 1e-6) / bw:.0f}%){flag}")
+            cells.append(f"{t:.1f} ({t / t_dg:.2f}, {100 * nbytes / (t * 1e-6) / bw:.0f}%, s{split}){flag}")
         lines.append(f"| {B} | {ctx} | {nn} | {H} | {nn * H} | {t_dg:.1f} | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)

@@ -82,6 +82,18 @@
 #ifndef PAGED_TMA_SETMAXNREG
 #define PAGED_TMA_SETMAXNREG 0
 #endif
+// PAGED_TMA_PERSISTENT 1 (experiment, off): a persistent grid (decode7; docs/PAGED.md "Call 7"). The kernels take one
+// more argument, `batch` (after the map), and run grid = (resident blocks, 1, 1); block g walks the (b, split) units
+// [U g / G, U (g + 1) / G) of U = batch x split_n, b-major (so consecutive units share b). The K ring and its mbarrier
+// phases run on across units (the producer fills the next unit's tiles while the consumers finish this one's), Q and
+// the weights are staged again only where b changes, the -inf fill is per unit as in the one-unit grid. The host
+// tells the form from the manifest's argument list (dispatch/paged_sm90.py, is_persistent). Measured on the H200
+// (docs/PAGED.md "Call 7"): correct (quick tma sweep 18/18 with several units per block), but 5-9% slower than the
+// one-unit grid at the large N = 128 cases and up to 2 us slower per block at small batches: off.
+#ifndef PAGED_TMA_PERSISTENT
+#define PAGED_TMA_PERSISTENT 0
+#endif
+
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
                                             PAGED_TMA_SETMAXNREG - 64 <= 64 - PT_PRODUCER_REGS),
@@ -90,9 +102,12 @@ __host__ __device__ constexpr bool pt_register_split(int h, int nn) {
   return PAGED_TMA_SETMAXNREG > 0 && h <= 64 && nn * h > PAGED_PIPE_MAX_N && nn * h <= 128;
 }
 // __launch_bounds__'s blocks-per-SM hint: 4 for the register-split kernels, else PAGED_TMA_MIN_BLOCKS where N <= 128
-// (the 256-column wgmma needs 128 accumulators), else 0 (no hint).
+// (the 256-column wgmma needs 128 accumulators), 4 there in the persistent form (its unit loop takes the pipelined
+// N = 64 kernels to 100-108 registers, 3 blocks per SM; capped at 96 they have 0 spills), else 0 (no hint).
 __host__ __device__ constexpr int pt_min_blocks(int h, int nn) {
-  return pt_register_split(h, nn) ? 4 : (PAGED_TMA_MIN_BLOCKS > 0 && h * nn <= 128 ? PAGED_TMA_MIN_BLOCKS : 0);
+  return pt_register_split(h, nn) ? 4
+         : (PAGED_TMA_MIN_BLOCKS > 0 && h * nn <= 128) ? PAGED_TMA_MIN_BLOCKS
+         : (PAGED_TMA_PERSISTENT && h * nn <= 128) ? 4 : 0;
 }
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;
@@ -448,8 +463,269 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   fill_tail();
 }
 
-// Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map.
+// The persistent form (PAGED_TMA_PERSISTENT): the shipped loop of paged_tma_body (one consumer warpgroup, the
+// two-accumulator pipeline at N <= PAGED_TMA_PIPE_MAX_N, else wgmma -> wait -> reduce per tile; none of the other
+// experiment macros) inside a loop over this block's (b, split) units. Ring slot and parity come from the block's
+// running tile count g, which producer and consumers advance by the same n_tiles per unit (both read the same
+// context_lens), so the phases line up across units without any handshake beyond the ring's own barriers.
+template <int H, int D, int NN>
+__device__ __forceinline__ void paged_tma_persistent_body(
+    const u8* __restrict__ q, const u8* __restrict__ kv_cache, const float* __restrict__ weights,
+    const int* __restrict__ context_lens, const int* __restrict__ block_table, float* __restrict__ out,
+    i64 out_row_stride, int max_context_len, int max_blocks, int split_n, int num_warps, int flags, int batch,
+    const PagedCacheMap& kv_map) {
+  static_assert(!PAGED_TMA_ROW_PIPE && PAGED_TMA_SETMAXNREG == 0 && !PAGED_TMA_WLAYOUT && !PAGED_TMA_WREGS,
+                "PAGED_TMA_PERSISTENT runs the shipped loop only");
+  constexpr int BS = TILE;
+  constexpr int S = PT_STAGES;
+  constexpr int RPC = NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H;
+  constexpr int CHUNKS = (NN + RPC - 1) / RPC;
+  constexpr int QROWS = CHUNKS * RPC;
+  constexpr int NC = RPC * H, NACC = NC / 2, KS = D / 32;
+  constexpr bool PIPE = PAGED_PIPELINE && CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N;
+  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
+  constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
+
+  extern __shared__ u8 pt_raw[];
+  const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(pt_raw);
+  u8* const base = pt_raw + ((PT_ALIGN - raw0 % PT_ALIGN) % PT_ALIGN);
+  u8* const ring_s = base;                                            // [S][64 D], swizzled
+  u8* const q_s = ring_s + S * K_STAGE;                               // [QROWS H][D], swizzled
+  float* const s_s = reinterpret_cast<float*>(q_s + QROWS * H * D);   // [S][64]
+  float* const w_s = s_s + S * TILE;                                  // [QROWS H]
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(w_s + QROWS * H);  // full[S], empty[S]
+  const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
+  const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_s);
+  const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(s_s);
+  const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars), empty0 = full0 + 8 * S;
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1), warp = tid / WARP;
+  const int gid = lane >> 2, tig = lane & 3;
+  const bool clean = flags & FLAG_CLEAN_LOGITS;
+  const i64 limit = min((i64)max_context_len, (i64)max_blocks * BS);
+  const i64 units = (i64)max(batch, 0) * split_n;
+  const int u_begin = (int)(units * blockIdx.x / gridDim.x), u_end = (int)(units * (blockIdx.x + 1) / gridDim.x);
+  // What the consumers need only between units, kept in shared memory (read there, after a "memory" clobber, so
+  // not held in registers across the tile loop: the unit loop otherwise costs 4 blocks per SM at N = 64).
+  struct UnitArgs {
+    const u8* q;
+    const float* weights;
+    const int* context_lens;
+    int u_begin, u_end;
+  };
+  __shared__ UnitArgs pt_args;
+
+  // Unit u = (b, split): b = u / split_n, its rows' lengths and its tile range, as the one-unit grid computes them.
+  struct Unit {
+    int b, split, len_max, tile_begin, n_tiles;
+    bool fresh;  // no earlier unit of this block has b's tiles: Q and the weights of b are not staged yet
+    int len[MAX_NEXT_N];
+  };
+  // (context_lens[b] is read per unit; the producer, running ahead, has read the same line: an L1 hit for the
+  // consumers. Keeping the last b's lengths in shared memory instead cost the pipelined H 32 next_n 2 kernel spills.)
+  auto unit = [&](int u, const int* __restrict__ context_lens, int u_begin) {
+    Unit x;
+    x.b = u / split_n;
+    x.split = u - x.b * split_n;
+    x.len_max = row_lengths<NN>(x.len, context_lens, x.b, flags, limit);
+    const int tiles = (x.len_max + TILE - 1) / TILE;
+    x.tile_begin = (int)((i64)tiles * x.split / split_n);
+    x.n_tiles = (int)((i64)tiles * (x.split + 1) / split_n) - x.tile_begin;
+    // b's units are contiguous, so an earlier one of this block had tiles iff this unit starts past the first tile
+    // of b's first unit here (derived, not carried across units: registers)
+    const int s_first = (int)max((i64)u_begin - (i64)x.b * split_n, (i64)0);
+    x.fresh = x.tile_begin == (int)((i64)tiles * s_first / split_n);
+    return x;
+  };
+
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full0 + 8 * s, 1);
+      mbar_init(empty0 + 8 * s, 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    pt_args = UnitArgs{q, weights, context_lens, u_begin, u_end};
+  }
+  __syncthreads();
+
+  if (warp == 4) {
+    // DESIGN: producer warp, as paged_tma_body's, over every unit of the block in turn: slot i of the ring is
+    // the block's (g + i)-th tile.
+    if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
+    int g = 0;
+    for (int u = u_begin; u < u_end; ++u) {
+      const Unit x = unit(u, context_lens, u_begin);
+      const int* table_row = block_table + (i64)x.b * max_blocks;
+      const int tile_end = x.tile_begin + x.n_tiles;
+      for (int t0 = x.tile_begin; t0 < tile_end; t0 += WARP) {
+        const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
+        const int count = min(WARP, tile_end - t0);
+        for (int j = 0; j < count; ++j) {
+          const int block = __shfl_sync(0xffffffffu, mine, j);
+          const int i = g + t0 - x.tile_begin + j, stage = i % S;
+          if (lane == 0) {
+            if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+            mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
+            pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
+            bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
+                          full0 + 8 * stage);
+          }
+          __syncwarp();
+        }
+      }
+      g += x.n_tiles;
+    }
+    return;
+  }
+  if (warp > 4) return;
+
+  auto wait_full = [&](int i) { pt_wait(full0 + 8 * (i % S), (i / S) & 1); };
+  auto release = [&](int i) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
+  };
+  auto issue = [&](float (&acc)[NACC], int i, int chunk) {
+    fence_regs(acc);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int s = 0; s < KS; ++s)
+      wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
+                      swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  };
+
+  float acc0[NACC], acc1[PIPE ? NACC : 1];
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) acc0[k] = 0.0f;
+#pragma unroll
+  for (int k = 0; k < (PIPE ? NACC : 1); ++k) acc1[k] = 0.0f;
+  int g = 0;
+  for (int u = u_begin;; ++u) {
+    asm volatile("" ::: "memory");
+    const UnitArgs a = pt_args;
+    if (u >= a.u_end) break;
+    const Unit x = unit(u, a.context_lens, a.u_begin);
+    const i64 row0 = (i64)x.b * NN;
+    // DESIGN: the unit's share of b's -inf fill [len_max, max_context_len), as paged_tma_body's; before the tiles
+    // (disjoint columns), so the split and the fill's bounds are not held across the tile loop.
+    if (clean) {
+      const int worker = x.split * num_warps + warp;
+      const int workers = split_n * num_warps;
+      const int fill = max_context_len - x.len_max;
+#pragma unroll
+      for (int j = 0; j < NN; ++j) {
+        float* dst_row = out + (row0 + j) * out_row_stride + x.len_max;
+        for (int c = worker * WARP + lane; c < fill; c += workers * WARP) dst_row[c] = -__int_as_float(0x7f800000);
+      }
+    }
+    if (x.n_tiles > 0) {  // block-uniform
+      if (x.fresh) {
+        // DESIGN: a new b: every consumer warp is past its last wgmma_wait<0> and head reduce of the old Q and
+        // weights (the named barrier) before they are overwritten; then the staging of paged_tma_body.
+        asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
+        // (tid through an empty asm: the staging addresses are then not loop-invariant, so the compiler does not
+        // hoist all of them out of the unit loop and hold them in registers across it)
+        int me = tid;
+        asm volatile("" : "+r"(me));
+        // By cp.async: every copy in flight at once with no registers held (register loads in a rolled loop
+        // serialised one global latency per iteration: measured ~2.3 us per staging in call 1).
+#pragma unroll 1
+        for (int c = me; c < QROWS * H * (D / 16); c += PT_CONSUMERS) {
+          const int n = c / (D / 16), j = c % (D / 16);
+          if (n < NN * H)
+            cp_async16(q0 + swizzled<D>(n * D + 16 * j), a.q + (row0 * H + n) * D + 16 * j);
+          else
+            *reinterpret_cast<uint4*>(q_s + swizzled<D>(n * D + 16 * j)) = make_uint4(0, 0, 0, 0);
+        }
+        const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_s);
+#pragma unroll 1
+        for (int c = me; c < QROWS * H; c += PT_CONSUMERS) {
+          if (c < NN * H)
+            cp_async4(w0 + 4 * c, a.weights + row0 * H + c);
+          else
+            w_s[c] = 0.0f;
+        }
+        cp_async_commit();
+        cp_async_wait<0>();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
+      }
+      // r: the block's running tile count (the ring slot r % S, its phase r / S); tile = r + tile_off
+      const int tile_off = x.tile_begin - g, r_end = g + x.n_tiles;
+      auto scales = [&](int r) {
+        TileOut t;
+        t.tile = r + tile_off;
+        t.sc0 = s_s[(r % S) * TILE + 16 * warp + gid];
+        t.sc1 = s_s[(r % S) * TILE + 16 * warp + gid + 8];
+        return t;
+      };
+      auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
+        fence_regs(acc);
+        head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, x.len, x.len_max, warp,
+                                      gid, tig, clean);
+      };
+      if constexpr (PIPE) {
+        auto start = [&](float (&acc)[NACC], int r) {
+          wait_full(r);
+          issue(acc, r, 0);
+        };
+        auto finish = [&](float (&acc)[NACC], int r) {
+          const TileOut t = scales(r);
+          release(r);
+          reduce(acc, 0, t);
+        };
+        start(acc0, g);
+        for (int r = g;; r += 2) {
+          if (r + 1 >= r_end) {
+            wgmma_wait<0>();
+            finish(acc0, r);
+            break;
+          }
+          start(acc1, r + 1);
+          wgmma_wait<1>();
+          finish(acc0, r);
+          if (r + 2 >= r_end) {
+            wgmma_wait<0>();
+            finish(acc1, r + 1);
+            break;
+          }
+          start(acc0, r + 2);
+          wgmma_wait<1>();
+          finish(acc1, r + 1);
+        }
+      } else {
+        for (int r = g; r < r_end; ++r) {
+          wait_full(r);
+          const TileOut t = scales(r);
+#pragma unroll
+          for (int chunk = 0; chunk < CHUNKS; ++chunk) {
+            issue(acc0, r, chunk);
+            wgmma_wait<0>();
+            if (chunk == CHUNKS - 1) release(r);
+            reduce(acc0, chunk, t);
+          }
+        }
+      }
+      g = r_end;
+    }
+  }
+}
+
+// Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map
+// (+ `batch` in the persistent form).
 #define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(pt_threads(H, NN), pt_min_blocks(H, NN))
+#if PAGED_TMA_PERSISTENT
+#define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
+  extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
+      const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table,   \
+      float* out, i64 out_row_stride, int next_n, int max_context_len, int max_blocks, int split_n,             \
+      int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map, int batch) {                    \
+    paged_tma_persistent_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out, out_row_stride,  \
+                                        max_context_len, max_blocks, split_n, num_warps, flags, batch, kv_map); \
+  }
+#else
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
   extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
       const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table,   \
@@ -458,6 +734,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     paged_tma_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out, out_row_stride,             \
                              max_context_len, max_blocks, split_n, num_warps, flags, kv_map);                  \
   }
+#endif
 #define INSTANTIATE_PAGED_TMA(H, D)                                                                  \
   PAGED_TMA_KERNEL_NN(H, D, 1) PAGED_TMA_KERNEL_NN(H, D, 2) PAGED_TMA_KERNEL_NN(H, D, 3) \
   PAGED_TMA_KERNEL_NN(H, D, 4)

@@ -74,17 +74,17 @@ class PagedTunables:
     variant: str | None = None
 
 
-def best_split(batch: int, tiles: int, slots: int, min_tiles: int) -> int:
+def best_split(batch: int, tiles: int, slots: int, min_tiles: int, max_waves: int = 4) -> int:
     """split_n for ``batch`` sequences of ``tiles`` tiles on a device with ``slots`` resident workgroups.
 
     Workgroups run in waves of ``slots``; the last wave is partly empty, so the fraction of the machine
     kept busy is T / (slots * ceil(T / slots)) for T = batch * split_n workgroups. Pick the split with the
     highest fraction (the fewest splits on a tie), never cutting a sequence into splits of fewer than
-    ``min_tiles`` tiles. (B = 64 on 528 slots, long contexts: 33 splits fill 4 waves exactly; ceil(528 / 64) = 9
-    splits would be 1.09 waves, 55% busy.)
+    ``min_tiles`` tiles, nor into more than ``max_waves`` waves' worth. (B = 64 on 528 slots, long contexts: 33
+    splits fill 4 waves exactly; ceil(528 / 64) = 9 splits would be 1.09 waves, 55% busy.)
     """
     batch = max(batch, 1)
-    most = max(1, min(tiles // max(min_tiles, 1), MAX_SPLIT_N, 4 * -(-slots // batch)))
+    most = max(1, min(tiles // max(min_tiles, 1), MAX_SPLIT_N, max_waves * -(-slots // batch)))
     best, best_busy = 1, 0.0
     for split in range(1, most + 1):
         total = batch * split

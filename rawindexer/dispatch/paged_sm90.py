@@ -29,6 +29,13 @@ LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_ORDER)  # the gate of whi
 MIN_TILES_PER_SPLIT = 4
 #: resident blocks per SM we aim for before splitting further (limited by shared memory)
 MAX_BLOCKS_PER_SM = 8
+#: at most this many blocks in a persistent grid (0: one per resident slot); tests set it to give each block several
+#: (b, split) units (tests/gpu/test_paged_gpu.py --persistent-grid)
+PERSISTENT_MAX_GRID = 0
+#: a persistent grid's split rule: best_split up to this many slots' worth of (b, split) units, so that the units
+#: divide evenly over the blocks where a whole number of units per block exists (B = 256 x 32768 on 528 slots: 33
+#: splits, 16 units per block, where the one-unit grid's rule stops at 2 splits, 512 blocks)
+PERSISTENT_MAX_WAVES = 16
 
 
 def min_tiles_per_split(batch: int, tiles: int, slots: int) -> int:
@@ -37,6 +44,12 @@ def min_tiles_per_split(batch: int, tiles: int, slots: int) -> int:
     critical path). Measured on the H200 (docs/PAGED.md, call 1): B = 1, context 4096: 4.1 -> 3.0 us (fp8),
     5.0 -> 3.3 us (f16); B = 8 neutral; B = 64 x 4096 (which fills the machine at 4 tiles) 1.17x slower at 1."""
     return 1 if max(batch, 1) * -(-tiles // MIN_TILES_PER_SPLIT) < slots else MIN_TILES_PER_SPLIT
+
+
+def is_persistent(entry: dict | None) -> bool:
+    """Whether a manifest entry's kernels run a persistent grid: their argument list carries ``batch`` (the grid no
+    longer does)."""
+    return bool(entry) and any(a["name"] == "batch" for a in entry.get("args", ()))
 
 
 class PagedSm90Family(PagedGfx950Family):
@@ -73,14 +86,22 @@ class PagedSm90Family(PagedGfx950Family):
         # the next_n kernel's own block size where the manifest records it (decode "tma" with the register split:
         # 256 threads at H <= 64, next_n x H = 128; kernels/sm90/paged_tma.cuh, pt_threads)
         threads = res.get("max_threads", threads)
+        regs = res.get("registers", 128)
+        by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * threads)
+        per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
+        slots = per_sm * compute_units
+        persistent = is_persistent(entry)
         if not split_n:
-            regs = res.get("registers", 128)
-            by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * threads)
-            per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))
             tiles = -(-p.max_context_len // pk.SM90_TILE)
-            slots = per_sm * compute_units
-            split_n = best_split(p.batch, tiles, slots, min_tiles_per_split(p.batch, tiles, slots))
-        return {"num_warps": 4, "split_n": split_n, "lds": shared, "design": design, "threads": threads}
+            split_n = best_split(p.batch, tiles, slots, min_tiles_per_split(p.batch, tiles, slots),
+                                 PERSISTENT_MAX_WAVES if persistent else 4)
+        cfg = {"num_warps": 4, "split_n": split_n, "lds": shared, "design": design, "threads": threads,
+               "slots": slots}
+        # a persistent kernel (an experiment build of "tma": kernels/sm90/paged_tma.cuh, PAGED_TMA_PERSISTENT; its
+        # argument list ends in `batch`) runs one block per resident slot over the batch x split_n (b, split) units
+        cfg["grid"] = ((min(max(p.batch, 1) * split_n, slots, PERSISTENT_MAX_GRID or slots), 1, 1)
+                       if persistent else (p.batch, split_n, 1))
+        return cfg
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
              num_warps: int = 0, design: str | None = None) -> LaunchPlan:
@@ -98,7 +119,7 @@ class PagedSm90Family(PagedGfx950Family):
             "q": ptrs.q, "kv_cache": ptrs.kv_cache, "weights": ptrs.weights, "context_lens": ptrs.context_lens,
             "block_table": ptrs.block_table, "out": ptrs.out, "out_row_stride": p.out_row_stride,
             "next_n": p.next_n, "max_context_len": p.max_context_len, "max_blocks": p.max_blocks,
-            "split_n": cfg["split_n"], "num_warps": 4, "flags": flags,
+            "split_n": cfg["split_n"], "num_warps": 4, "flags": flags, "batch": p.batch,
         }
         cfg["entry"] = entry["symbol"]
         map_slot = sm90_tensor_map.k_map_slot(entry["args"], pk.TENSOR_MAP_ARG[0])
@@ -113,7 +134,7 @@ class PagedSm90Family(PagedGfx950Family):
             cfg["k_tensor_map"] = {"slot": dict(map_slot), "n": p.num_blocks, "head_dim": p.head_dim,
                                    "block_size": p.block_size}
         return LaunchPlan(symbol=pk.TARGETS[self.arch].launch_symbol(entry["symbol"], p.next_n),
-                          grid=(p.batch, cfg["split_n"], 1), block=(cfg["threads"], 1, 1),
+                          grid=cfg["grid"], block=(cfg["threads"], 1, 1),
                           kernargs=kernargs, shared_mem=cfg["lds"], config=cfg)
 
     def template(self, plan: LaunchPlan) -> LaunchTemplate:

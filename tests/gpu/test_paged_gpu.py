@@ -285,7 +285,13 @@ def main() -> int:
     parser.add_argument("--checks-only", action="store_true",
                         help="skip the sweep: only the graph, allocation and (two GPUs) cuda:1 checks")
     parser.add_argument("--log", type=Path)
+    parser.add_argument("--split", type=int, default=0, help="split_n forced on every sweep case (0: the heuristic)")
+    parser.add_argument("--persistent-grid", type=int, default=0,
+                        help="a persistent build's grid at most this many blocks (several (b, split) units each)")
     args = parser.parse_args()
+    if args.persistent_grid:
+        from rawindexer.dispatch import paged_sm90
+        paged_sm90.PERSISTENT_MAX_GRID = args.persistent_grid
     seed = int(time.time())
     rng = np.random.default_rng(seed)
     lines = [f"seed {seed}"]
@@ -299,7 +305,7 @@ def main() -> int:
         for design in args.design or DESIGNS:
             if not builds(design, bs):
                 continue
-            ok, msg = run_case(case, clean, variant=design)
+            ok, msg = run_case(case, clean, split_n=args.split, variant=design)
             recall = float(msg.split("recall ")[1].split(",")[0])
             worst_recall[design] = min(worst_recall.get(design, 1.0), recall)
             failed += not ok

@@ -215,6 +215,66 @@ def test_sm90_plans_fit_the_sm(rng):
             family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="bf16")
 
 
+def test_sm90_persistent_plan(tmp_path, rng):
+    """A persistent "tma" build (kernels/sm90/paged_tma.cuh, PAGED_TMA_PERSISTENT: the kernels' argument list ends in
+    `batch`) is launched on grid (min(B x split_n, resident slots), 1, 1) with B in that argument; the shipped build
+    keeps grid (B, split_n). Host only: a copy of the built manifest with the argument added."""
+    import json
+    import shutil
+
+    from rawindexer import paged_kernels as pk
+    from rawindexer.dispatch import paged_sm90
+    from rawindexer.dispatch.base import KernelNotBuiltError
+    from rawindexer.dispatch.paged_gfx950 import PagedPointers, PagedProblem, best_split
+    from rawindexer.dispatch.paged_sm90 import min_tiles_per_split
+    from rawindexer.kernel_files import manifest_path
+
+    try:
+        paged_sm90.PagedSm90Family().target
+    except KernelNotBuiltError:
+        pytest.skip("sm_90a decode kernels not built (no nvcc)")
+    manifest = json.loads(manifest_path(None).read_text())
+    kernels = manifest["ops"][pk.OP]["sm_90a"]["kernels"]
+    for entry in kernels.values():
+        if entry["params"]["design"] == "tma":
+            assert not paged_sm90.is_persistent(entry)
+            last = entry["args"][-1]
+            entry["args"].append({"name": "batch", "offset": last["offset"] + last["size"], "size": 4})
+            entry["kernarg_size"] = last["offset"] + last["size"] + 8
+    shutil.copy(manifest_path(None).parent / pk.TARGETS["sm_90a"].code_object, tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    shipped, persistent = paged_sm90.PagedSm90Family(), paged_sm90.PagedSm90Family(tmp_path)
+    for _ in range(20):
+        batch, ctx, next_n = int(rng.integers(1, 300)), int(rng.integers(1, 200_000)), int(rng.integers(1, 5))
+        p = PagedProblem(batch, next_n, 64, 128, 64, ctx, -(-ctx // 64), ctx, True, False, "e4m3fn", 4096)
+        ptrs = PagedPointers(0, 0, 0, 0, 0, 0)
+        split = int(rng.integers(0, 50))
+        a, b = shipped.plan(p, ptrs, 132, split, design="tma"), persistent.plan(p, ptrs, 132, split, design="tma")
+        assert a.grid == (batch, a.config["split_n"], 1)
+        tiles, slots = -(-ctx // 64), b.config["slots"]
+        assert slots == a.config["slots"] and b.symbol == a.symbol
+        # the persistent split rule: best_split over up to PERSISTENT_MAX_WAVES slots' worth of units
+        assert b.config["split_n"] == (split or best_split(batch, tiles, slots, min_tiles_per_split(batch, tiles, slots),
+                                                           paged_sm90.PERSISTENT_MAX_WAVES))
+        assert b.grid == (min(batch * b.config["split_n"], b.config["slots"]), 1, 1)
+        off = next(x["offset"] for x in persistent.entry(64, 128, 64, "tma")["args"] if x["name"] == "batch")
+        assert int.from_bytes(b.kernargs[off:off + 4], "little") == batch
+        if b.config["split_n"] == a.config["split_n"]:
+            assert b.kernargs[:off] == a.kernargs[:off]  # the common list and the map unchanged
+    old = paged_sm90.PERSISTENT_MAX_GRID
+    try:
+        paged_sm90.PERSISTENT_MAX_GRID = 3
+        p = PagedProblem(64, 2, 64, 128, 64, 32768, 512, 32768, True, False, "e4m3fn", 4096)
+        assert persistent.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma").grid == (3, 1, 1)
+        paged_sm90.PERSISTENT_MAX_GRID = 0
+        # 256 x 32768: 33 splits, 16 units on each of the 528 blocks (the one-unit grid: 2 splits, 512 blocks)
+        p = PagedProblem(256, 2, 64, 128, 64, 32768, 512, 32768, True, False, "e4m3fn", 4096)
+        assert persistent.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma").grid == (528, 1, 1)
+        assert shipped.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma").grid == (256, 2, 1)
+    finally:
+        paged_sm90.PERSISTENT_MAX_GRID = old
+
+
 @pytest.mark.parametrize("split_n,num_warps", [(1, 1), (3, 2), (2, 4)])
 def test_k_read_once_per_split(rng, split_n, num_warps):
     """Emulated global-load bytes equal the design's model: per workgroup with work, Q and weights once;
