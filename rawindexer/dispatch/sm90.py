@@ -88,6 +88,10 @@ ROW_BLOCKS_PER_SM_FOR_4_WARPS = 3
 MIN_TILES_PER_STREAM = 16
 #: seed rule: high-m-first dispatch pays once rows' windows are long
 REVERSE_ROWS_MIN_N = 2048
+#: balanced designs ("tmasb", v10): the most row blocks whose spans and cost prefix a block keeps in shared memory
+#: (TMAB_MAX_ROW_BLOCKS in kernels/sm90/prefill_tma_balanced.cuh); above it the plan is "tmas"'s split grid
+BALANCED_MAX_ROW_BLOCKS = 4096
+BALANCED_FALLBACK = "tmas"
 
 
 class Sm90Family(KernelFamily):
@@ -240,6 +244,8 @@ class Sm90Family(KernelFamily):
         nq = block_m // consumers * p.heads  # wgmma N of one consumer
         row_blocks = max(1, ceil(p.M / block_m))
         cus = max(1, compute_units)
+        if registry.SM90_DESIGNS[self.design].params.get("balanced"):
+            return self._plan_balanced(p, t, pointers, cus, symbol, block_m, consumers, warps)
         if t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
@@ -258,3 +264,19 @@ class Sm90Family(KernelFamily):
         if registry.SM90_DESIGNS[self.design].params.get("k_tensor_map"):
             shared_mem = sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
         return self._launch_plan(symbol, p, t, pointers, block_m, row_blocks, split_n, warps, shared_mem)
+
+    def _plan_balanced(self, p: Problem, t: Tunables, pointers: Pointers, cus: int, symbol: str, block_m: int,
+                       consumers: int, warps: int) -> LaunchPlan:
+        """Launch plan of a balanced design ("tmasb", docs/PERFORMANCE.md v10): grid = one block per SM (``cus``
+        blocks, no SplitN: each block computes every row block's span from the windows on the device and takes
+        1/cus of the total tiles); dynamic smem = "tmas"'s + the row blocks' spans (int2) and cost prefix (int).
+        Above BALANCED_MAX_ROW_BLOCKS row blocks, or when the caller fixes split_n, it is "tmas"'s split plan."""
+        row_blocks = max(1, ceil(p.M / block_m))
+        if t.split_n or row_blocks > BALANCED_MAX_ROW_BLOCKS:
+            fallback = Sm90Family(self.build_dir, design=BALANCED_FALLBACK)
+            return fallback.plan(p, t, pointers, cus)
+        shared_mem = (sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
+                      + 8 * row_blocks + 4 * (row_blocks + 1))
+        plan = self._launch_plan(symbol, p, t, pointers, block_m, cus, 1, warps, shared_mem)
+        plan.config["balanced_blocks"] = cus
+        return plan
