@@ -206,6 +206,9 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
     _sm90("tmasb", "tmas (v9 loop) on a balanced persistent schedule: one block per SM, each computes every row "
           "block's span and tile count from the windows and takes an equal share of the concatenated tile ranges "
           "(v10)", consumers=4, k_tensor_map=True, balanced=True, experiment=True, logit_eps=2e-3),
+    _sm90("tmasb2", "tmasb with the piece cost fitted to its H200 times (4 tiles), each piece's Q prefetched into L2 "
+          "by the producer, the -inf fill by contiguous row ranges (v10; not yet measured)", consumers=4,
+          k_tensor_map=True, balanced=True, experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared

@@ -12,7 +12,7 @@
 //
 // Design: grid = G blocks (the host passes G = the SM count; one 640-thread block per SM, as "tmas"). Prologue,
 // all 640 threads: read every row's window (clipped to [0, N)), form each row block's union span [lo, hi), its
-// tile count and its cost = tiles + TMAB_PIECE_COST (0 for an empty span: the Q staging a piece pays, in tile
+// tile count and its cost = tiles + tmab_piece_cost (0 for an empty span: the Q staging a piece pays, in tile
 // units), and an exclusive prefix sum of the costs in shared memory (R = ceil(M / BM) row blocks; the host keeps
 // R <= TMAB_MAX_ROW_BLOCKS and takes "tmas" above it). Block b owns the cost units [b T / G, (b + 1) T / G) of the
 // concatenated row blocks and walks its pieces (row block r, tile sub-range) in order:
@@ -31,12 +31,18 @@
 #pragma once
 #include "prefill_tma.cuh"
 
-constexpr int TMAB_PIECE_COST = 2;          // a piece's fixed cost (barrier, Q staging), in tiles (~1 us each)
+// A piece's fixed cost (barrier, Q staging), in tiles (~1 us each): "tmasb" 2 (the guess before the H200); "tmasb2"
+// 4, the per-piece cost fitted to tmasb's measured times (3.75 us per piece, docs/PERFORMANCE.md v10).
+template <bool V2>
+__host__ __device__ constexpr int tmab_piece_cost() {
+  return V2 ? 4 : 2;
+}
 constexpr int TMAB_MAX_ROW_BLOCKS = 4096;   // mirrored in rawindexer/dispatch/sm90.py (48 KB of spans + prefix)
 constexpr int TMAB_BAR0 = 1;                // named barriers 1..4: one per consumer warpgroup (0 = __syncthreads)
 
 // The pieces of one block's cost range [u0, u1): row block r from the last r with prefix[r] <= u0 while
-// prefix[r] < u1; tiles [t0, t1) of r's span (its first TMAB_PIECE_COST units are the piece cost, no tiles).
+// prefix[r] < u1; tiles [t0, t1) of r's span (its first COST units are the piece cost, no tiles).
+template <int COST>
 struct TmabWalk {
   const int* pre;
   int R, u0, u1, r;
@@ -53,7 +59,7 @@ struct TmabWalk {
   __device__ __forceinline__ bool next(int& row_block, int& t0, int& t1) {
     while (r < R && pre[r] < u1) {
       const int p = pre[r], cur = r++;
-      const int a = max(u0 - p, 0) - TMAB_PIECE_COST, b = min(u1, pre[cur + 1]) - p - TMAB_PIECE_COST;
+      const int a = max(u0 - p, 0) - COST, b = min(u1, pre[cur + 1]) - p - COST;
       if (b > max(a, 0)) {
         row_block = cur;
         t0 = max(a, 0);
@@ -65,7 +71,10 @@ struct TmabWalk {
   }
 };
 
-template <int H, int D, int BM, bool WKEEP>
+// V2 ("tmasb2", after the first H200 run; unmeasured): piece cost 4; the producer prefetches each piece's Q rows
+// into L2 when it starts streaming that piece's K tiles (~8 tiles before the consumers stage them); the -inf fill
+// takes contiguous row ranges [b M / G, (b + 1) M / G) per block (as "tmas"'s blocks own consecutive rows).
+template <int H, int D, int BM, bool WKEEP, bool V2 = false>
 __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                          const float* __restrict__ weights,
                                                          const int* __restrict__ cu_seqlen_ks,
@@ -83,6 +92,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
   constexpr int KS = D / 32, NACC = NQ / 2;
   constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
   constexpr uint32_t STAGE_BYTES = TMA_TILE * D, Q_BYTES = NQ * D;
+  constexpr int COST = tmab_piece_cost<V2>();
+  using Walk = TmabWalk<COST>;
 
   extern __shared__ u8 dyn_raw[];
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(dyn_raw);
@@ -129,7 +140,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
     if (hi <= lo) lo = hi = 0;
     span_s[r] = make_int2(lo, hi);
     const int tiles = (hi - lo + TMA_TILE - 1) / TMA_TILE;
-    my_cost += tiles > 0 ? tiles + TMAB_PIECE_COST : 0;
+    my_cost += tiles > 0 ? tiles + COST : 0;
   }
   int incl = my_cost;  // inclusive scan within the warp
 #pragma unroll
@@ -156,7 +167,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       pre_s[r] = run;
       const int2 sp = span_s[r];
       const int tiles = (sp.y - sp.x + TMA_TILE - 1) / TMA_TILE;
-      run += tiles > 0 ? tiles + TMAB_PIECE_COST : 0;
+      run += tiles > 0 ? tiles + COST : 0;
     }
     if (tid == 0) pre_s[R] = total;
   }
@@ -167,11 +178,17 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
     setmaxnreg_dec<ws_producer_regs<NC>()>();
     if (warp == 0) {
       if (lane == 0) {
-        TmabWalk walk(pre_s, R, u0, u1);
+        Walk walk(pre_s, R, u0, u1);
         int stage = 0, i = 0, r, t0, t1;
         uint32_t phase = 0;
         while (walk.next(r, t0, t1)) {
           const int lo = span_s[r].x;
+          if constexpr (V2) {  // this piece's Q rows into L2 for the consumers' staging (a hint: no effect on results)
+            const int m0 = r * BM, nrows = min(BM, M - m0);
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(q + (i64)m0 * H * D),
+                         "r"((uint32_t)(nrows * H * D))
+                         : "memory");
+          }
           for (int t = t0; t < t1; ++t, ++i) {
             if (i >= TMA_STAGES) mbar_wait(empty0 + 8 * stage, phase ^ 1);
             mbar_arrive_expect_tx(full0 + 8 * stage, STAGE_BYTES);  // the whole box counts, zero-filled rows too
@@ -188,7 +205,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       const int t0 = (warp - 1) * WARP + lane, step = 3 * WARP;
       const bool vec4 = flags & FLAG_VEC4_FILL;
 #pragma unroll 1
-      for (int m = b; m < M; m += G) {
+      const int m_first = V2 ? (int)((i64)M * b / G) : b, m_end = V2 ? (int)((i64)M * (b + 1) / G) : M;
+      const int m_step = V2 ? 1 : G;
+      for (int m = m_first; m < m_end; m += m_step) {
         const int2 sp = span_s[m / BM];
         float* dst_row = out + (i64)m * out_row_stride;
         tma_fill_neg_inf(dst_row, 0, sp.x, vec4, t0, step);
@@ -212,7 +231,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
 
     int stage = 0;
     uint32_t phase = 0;
-    TmabWalk walk(pre_s, R, u0, u1);
+    Walk walk(pre_s, R, u0, u1);
     int rb, tile_begin, tile_end;
     while (walk.next(rb, tile_begin, tile_end)) {
       const int m0 = rb * BM, nrows = min(BM, M - m0);
@@ -325,13 +344,15 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
   }
 }
 
-// fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_tmasb: tmas's argument list (split_n unused: the grid is the block count).
-#define INSTANTIATE_tmasb(H, D, BM)                                                                                   \
+// fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_tmasb / _tmasb2: tmas's argument list (split_n unused: the grid is the block count).
+#define TMASB_KERNEL(H, D, BM, SUFFIX, V2)                                                                            \
   extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
-      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmasb(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {         \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {      \
     (void)k;                                                                                                          \
     (void)num_warps;                                                                                                  \
     (void)split_n;                                                                                                    \
-    fp8_mqa_logits_tmab_body<H, D, BM, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride,   \
-                                             M, N, flags, k_map);                                                     \
+    fp8_mqa_logits_tmab_body<H, D, BM, true, V2>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,               \
+                                                 out_row_stride, M, N, flags, k_map);                                 \
   }
+#define INSTANTIATE_tmasb(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb, false)
+#define INSTANTIATE_tmasb2(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb2, true)

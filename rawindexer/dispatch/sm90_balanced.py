@@ -16,8 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-#: TMAB_PIECE_COST in the kernel: a piece's fixed cost (consumer barrier, Q staging) in tile units
-PIECE_COST = 2
+#: tmab_piece_cost in the kernel: a piece's fixed cost (consumer barrier, Q staging) in tile units, per design
+#: ("tmasb": the guess before the H200 run; "tmasb2": fitted to tmasb's measured times, 3.75 us per piece)
+PIECE_COSTS = {"tmasb": 2, "tmasb2": 4}
+PIECE_COST = PIECE_COSTS["tmasb"]
 #: TMAB_MAX_ROW_BLOCKS in the kernel; mirrored by dispatch/sm90.py's BALANCED_MAX_ROW_BLOCKS
 MAX_ROW_BLOCKS = 4096
 TILE = 64
@@ -46,14 +48,14 @@ def row_block_spans(ks: np.ndarray, ke: np.ndarray, N: int, block_m: int) -> np.
     return spans
 
 
-def cost_prefix(spans: np.ndarray) -> np.ndarray:
+def cost_prefix(spans: np.ndarray, piece_cost: int = PIECE_COST) -> np.ndarray:
     """[R + 1] int64: the exclusive prefix sum of the row blocks' costs (the kernel's pre_s)."""
     tiles = -(-(spans[:, 1] - spans[:, 0]) // TILE)
-    cost = np.where(tiles > 0, tiles + PIECE_COST, 0)
+    cost = np.where(tiles > 0, tiles + piece_cost, 0)
     return np.concatenate([[0], np.cumsum(cost)])
 
 
-def block_pieces(prefix: np.ndarray, block: int, blocks: int) -> list[Piece]:
+def block_pieces(prefix: np.ndarray, block: int, blocks: int, piece_cost: int = PIECE_COST) -> list[Piece]:
     """The pieces block ``block`` of ``blocks`` walks, in order (the kernel's TmabWalk)."""
     R = len(prefix) - 1
     total = int(prefix[R])
@@ -62,20 +64,21 @@ def block_pieces(prefix: np.ndarray, block: int, blocks: int) -> list[Piece]:
     out = []
     while r < R and prefix[r] < u1:
         p = int(prefix[r])
-        a = max(u0 - p, 0) - PIECE_COST
-        b = min(u1, int(prefix[r + 1])) - p - PIECE_COST
+        a = max(u0 - p, 0) - piece_cost
+        b = min(u1, int(prefix[r + 1])) - p - piece_cost
         if b > max(a, 0):
             out.append(Piece(r, max(a, 0), b))
         r += 1
     return out
 
 
-def schedule(ks: np.ndarray, ke: np.ndarray, N: int, block_m: int, blocks: int) -> list[list[Piece]]:
+def schedule(ks: np.ndarray, ke: np.ndarray, N: int, block_m: int, blocks: int,
+             piece_cost: int = PIECE_COST) -> list[list[Piece]]:
     """Every block's pieces for the windows ks, ke ([M] integers) of an [M, N] problem."""
-    prefix = cost_prefix(row_block_spans(ks, ke, N, block_m))
-    return [block_pieces(prefix, b, blocks) for b in range(blocks)]
+    prefix = cost_prefix(row_block_spans(ks, ke, N, block_m), piece_cost)
+    return [block_pieces(prefix, b, blocks, piece_cost) for b in range(blocks)]
 
 
-def block_costs(pieces: list[list[Piece]]) -> list[int]:
-    """Each block's modelled cost: its tiles plus PIECE_COST per piece."""
-    return [sum(p.t1 - p.t0 + PIECE_COST for p in ps) for ps in pieces]
+def block_costs(pieces: list[list[Piece]], piece_cost: int = PIECE_COST) -> list[int]:
+    """Each block's modelled cost: its tiles plus piece_cost per piece."""
+    return [sum(p.t1 - p.t0 + piece_cost for p in ps) for ps in pieces]

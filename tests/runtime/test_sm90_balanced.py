@@ -28,14 +28,15 @@ def _random_windows(rng: np.random.Generator, M: int, N: int) -> tuple[np.ndarra
     return ks, ke
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_every_tile_is_walked_exactly_once(seed):
+@pytest.mark.parametrize("piece_cost", sorted(set(sb.PIECE_COSTS.values())))
+@pytest.mark.parametrize("seed", range(4))
+def test_every_tile_is_walked_exactly_once(seed, piece_cost):
     rng = np.random.default_rng(seed + 1000 * np.random.default_rng().integers(1 << 20))
     M, N = int(rng.integers(1, 700)), int(rng.integers(1, 9000))
     block_m, blocks = int(rng.choice([4, 8, 16])), int(rng.integers(1, 140))
     ks, ke = _random_windows(rng, M, N)
     spans = sb.row_block_spans(ks, ke, N, block_m)
-    pieces = sb.schedule(ks, ke, N, block_m, blocks)
+    pieces = sb.schedule(ks, ke, N, block_m, blocks, piece_cost)
     seen = {}
     for ps in pieces:
         for p in ps:
