@@ -75,7 +75,7 @@ def test_blocks_get_equal_shares(windows):
 
 @pytest.fixture
 def balanced_dir(tmp_path):
-    """A kernel directory whose sm_90a target has "tmasb" entries (the shipped "tmas" ones, renamed)."""
+    """A kernel directory whose sm_90a target has "tmasb" and "tmasb2" entries (the shipped "tmas" ones, renamed)."""
     from rawindexer.kernel_files import kernel_dir
 
     manifest = json.loads((kernel_dir() / "manifest.json").read_text())
@@ -84,9 +84,10 @@ def balanced_dir(tmp_path):
         pytest.skip("the kernel directory has no sm_90a tmas kernels (run make)")
     for sym, k in list(target["kernels"].items()):
         if k["params"]["design"] == "tmas":
-            twin = copy.deepcopy(k)
-            twin["params"]["design"] = "tmasb"
-            target["kernels"][sym + "b"] = twin
+            for design in sb.PIECE_COSTS:
+                twin = copy.deepcopy(k)
+                twin["params"]["design"] = design
+                target["kernels"][sym[:-len("tmas")] + design] = twin
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     return tmp_path
 
@@ -96,20 +97,22 @@ def encoder(monkeypatch):
     monkeypatch.setattr(sm90_tensor_map, "encoder", lambda k_ptr, n, head_dim: bytes(128))
 
 
-def test_balanced_plan_is_one_block_per_sm(balanced_dir, encoder):
+@pytest.mark.parametrize("design", sorted(sb.PIECE_COSTS))
+def test_balanced_plan_is_one_block_per_sm(balanced_dir, encoder, design):
     from rawindexer.dispatch.sm90 import Sm90Family
 
-    plan = Sm90Family(balanced_dir, design="tmasb").plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(),
-                                                          PTRS, 132)
-    assert plan.symbol == "fp8_mqa_logits_sm90_h64_d128_bm8_tmasb"
+    plan = Sm90Family(balanced_dir, design=design).plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(),
+                                                         PTRS, 132)
+    assert plan.symbol == f"fp8_mqa_logits_sm90_h64_d128_bm8_{design}"
     assert plan.grid == (132, 1, 1) and plan.block == (640, 1, 1)
     R = 4096 // 8
     assert plan.shared_mem == sm90_tensor_map.shared_mem(8, 64, 128, 4) + 8 * R + 4 * (R + 1) <= 227 * 1024
-    assert plan.config["design"] == "tmasb" and plan.config["balanced_blocks"] == 132
+    assert plan.config["design"] == design and plan.config["balanced_blocks"] == 132
 
 
 @pytest.mark.parametrize("why", ["row blocks over the cap", "split_n fixed"])
 def test_balanced_plan_falls_back_to_the_split_grid(balanced_dir, encoder, why):
+    """tmas's plan, whichever balanced design was asked for."""
     from rawindexer.dispatch.sm90 import BALANCED_MAX_ROW_BLOCKS, Sm90Family
 
     assert BALANCED_MAX_ROW_BLOCKS == sb.MAX_ROW_BLOCKS
