@@ -28,6 +28,10 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
   each) with both wgmma operands in shared memory, weights in shared memory; the kernel takes K's CUtensorMap after
   the common arguments (dispatch/sm90_tensor_map.py encodes it per K pointer); ``tma`` -- the same with the weights
   in registers (spills; experiment, ``bench/race_sm90.py --build``)
+* ``tmasb`` / ``tmasb2`` -- experiments (docs/PERFORMANCE.md v10): ``tmas``'s loop on a balanced persistent schedule
+  each block computes from the windows on the device (grid = one block per SM, equal shares of all row blocks' tiles;
+  :meth:`Sm90Family._plan_balanced`, host model in dispatch/sm90_balanced.py); built only by ``bench/race_sm90.py
+  --build``; H200: 1.3-1.4x DeepGEMM on 671 x 131072 multi_req, but 0.97x ``tmas`` over the N >= 4096 cases
 * ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps, else ``wg``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``RAWINDEXER_SM90_DESIGN=mma`` or ``Sm90Family(design="mma")``)
