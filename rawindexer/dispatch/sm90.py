@@ -28,11 +28,13 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
   each) with both wgmma operands in shared memory, weights in shared memory; the kernel takes K's CUtensorMap after
   the common arguments (dispatch/sm90_tensor_map.py encodes it per K pointer); ``tma`` -- the same with the weights
   in registers (spills; experiment, ``bench/race_sm90.py --build``)
-* ``tmasb`` / ``tmasb2`` -- experiments (docs/PERFORMANCE.md v10): ``tmas``'s loop on a balanced persistent schedule
-  each block computes from the windows on the device (grid = one block per SM, equal shares of all row blocks' tiles;
-  :meth:`Sm90Family._plan_balanced`, host model in dispatch/sm90_balanced.py); built only by ``bench/race_sm90.py
-  --build``; H200: 1.3-1.4x DeepGEMM on 671 x 131072 multi_req, but 0.97x ``tmas`` over the N >= 4096 cases
-* ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps, else ``wg``
+* ``tmasb2`` -- (docs/PERFORMANCE.md v10) ``tmas``'s loop on a balanced persistent schedule each block computes from
+  the windows on the device (grid = one block per SM, equal shares of all row blocks' tiles;
+  :meth:`Sm90Family._plan_balanced`, host model in dispatch/sm90_balanced.py); ``tmasb`` -- its first form
+  (experiment, ``bench/race_sm90.py --build``). H200: 1.3-1.4x DeepGEMM on 671 x 131072 multi_req, +4-6.5% over
+  ``tmas`` at H = 64 on long rows without clean_logits, slower elsewhere (1.007x ``tmas`` over the N >= 4096 cases)
+* ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps
+  (``tmasb2`` where :func:`balanced_wins`), else ``wg``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``RAWINDEXER_SM90_DESIGN=mma`` or ``Sm90Family(design="mma")``)
 
@@ -66,14 +68,23 @@ WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
 #: the design the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it): "auto" picks per
-#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", then "wg")
+#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", "wg", "tmasb2")
 AUTO = "auto"
 DEFAULT_DESIGN = AUTO
-AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg")
+AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg", "tmasb2")
 #: "auto" takes "tmas" from this N on, "wg" below it (v8, H200, docs/results/race_sm90_v8_h200.log: 1024 x 1024
 #: wg 17.5 / tmas 28.5 us at H=32, 25.3 / 26.8 at H=64; from 4096 x 4096 on tmas wins 58 of the 64 race cases'
 #: 56 at N >= 4096) and only when the caller fixed no block_m / num_warps (those are the wg heuristic's knobs)
 AUTO_TMAS_MIN_N = 4096
+#: where "auto" takes the balanced "tmasb2" instead of "tmas" (v10, H200, two runs: docs/results/balance14_race_h200.log
+#: (tmasb) and balance14_race2_h200.log): from this N on, at H = 32 for AUTO_BALANCED_M32 = [lo, hi) rows (few row
+#: blocks with uneven spans, the split grid's tail: 671 x 131072 +2% causal, +59-82% multi_req) and at H = 64 from
+#: AUTO_BALANCED_M64 rows without clean_logits (the wave tail: +4-6.5%). Elsewhere tmasb2 measured up to 15% slower
+#: (its -inf fill and fixed cost), so it is not taken there; the host cannot see the windows.
+AUTO_BALANCED_MIN_N = 32768
+AUTO_BALANCED_M32 = (512, 1024)
+AUTO_BALANCED_M64 = 1024
+AUTO_BALANCED = "tmasb2"
 #: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
 #: The fp8 wgmma forms ("wg", "ws") cannot reach the gfx950 designs' 1e-5: Hopper's fp8 tensor cores add
 #: the products with a shorter accumulator than fp32 (about 14 bits, per DeepSeek-V3's report on H800), so
@@ -98,6 +109,15 @@ BALANCED_MAX_ROW_BLOCKS = 4096
 BALANCED_FALLBACK = "tmas"
 
 
+def balanced_wins(p: Problem) -> bool:
+    """Whether "auto" runs ``p`` with the balanced "tmasb2" rather than "tmas" (AUTO_BALANCED_* above)."""
+    if p.N < AUTO_BALANCED_MIN_N:
+        return False
+    if p.heads == 32:
+        return AUTO_BALANCED_M32[0] <= p.M < AUTO_BALANCED_M32[1]
+    return p.heads == 64 and p.M >= AUTO_BALANCED_M64 and not p.clean_logits
+
+
 class Sm90Family(KernelFamily):
     """fp8_mqa_logits on sm_90a. ``design`` picks one of the registry's sm_90a designs ("wg", "ws", "mma", ...);
     default: RAWINDEXER_SM90_DESIGN, else :data:`DEFAULT_DESIGN`. ``impl``: the keyword's deprecated older name."""
@@ -120,10 +140,15 @@ class Sm90Family(KernelFamily):
         self._members = {name: Sm90Family(build_dir, design=name) for name in AUTO_DESIGNS} if design == AUTO else {}
 
     def _auto_member(self, problem: Problem, tunables: Tunables) -> "Sm90Family":
-        """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry, else "wg"."""
+        """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry (its balanced
+        schedule "tmasb2" where :func:`balanced_wins` says so), else "wg"."""
         tmas, wg = self._members.get("tmas"), self._members["wg"]
         if (tmas is not None and problem.N >= AUTO_TMAS_MIN_N and not tunables.block_m and not tunables.num_warps
                 and tmas.is_supported(problem.heads, problem.head_dim)):
+            balanced = self._members.get(AUTO_BALANCED)
+            if (balanced is not None and not tunables.split_n and balanced_wins(problem)
+                    and balanced.is_supported(problem.heads, problem.head_dim)):
+                return balanced
             return tmas
         return wg
 

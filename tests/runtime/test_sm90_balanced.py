@@ -1,8 +1,9 @@
-"""The balanced sm_90a schedule ("tmasb", docs/PERFORMANCE.md v10) on the CPU: the host model of the kernel's walk
-(dispatch/sm90_balanced.py) covers every tile of every row block's span exactly once and splits the cost evenly;
-the plan launches one block per SM with the spans and prefix in shared memory and falls back to "tmas"'s split grid
-above the row-block cap. The plan is made against a manifest whose "tmasb" entries are the shipped "tmas" ones
-renamed (same argument list), so no race build is needed."""
+"""The balanced sm_90a schedule ("tmasb", "tmasb2"; docs/PERFORMANCE.md v10) on the CPU: the host model of the
+kernel's walk (dispatch/sm90_balanced.py) covers every tile of every row block's span exactly once and splits the
+cost evenly; the plan launches one block per SM with the spans and prefix in shared memory and falls back to "tmas"'s
+split grid above the row-block cap; "auto" takes "tmasb2" only where the H200 runs measured it faster. The plans are
+made against a manifest whose "tmasb" entries are the shipped "tmas" ones renamed (same argument list), so no race
+build is needed."""
 from __future__ import annotations
 
 import copy
@@ -84,10 +85,8 @@ def balanced_dir(tmp_path):
         pytest.skip("the kernel directory has no sm_90a tmas kernels (run make)")
     for sym, k in list(target["kernels"].items()):
         if k["params"]["design"] == "tmas":
-            for design in sb.PIECE_COSTS:
-                twin = copy.deepcopy(k)
-                twin["params"]["design"] = design
-                target["kernels"][sym[:-len("tmas")] + design] = twin
+            for design in sb.PIECE_COSTS:  # the experiment ("tmasb") is not in the shipped build
+                target["kernels"].setdefault(sym[:-len("tmas")] + design, copy.deepcopy(k))["params"]["design"] = design
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     return tmp_path
 
@@ -121,3 +120,32 @@ def test_balanced_plan_falls_back_to_the_split_grid(balanced_dir, encoder, why):
     plan = Sm90Family(balanced_dir, design="tmasb").plan(Problem(M, 8192, 64, 128, 8192, True), tunables, PTRS, 132)
     assert plan.symbol == "fp8_mqa_logits_sm90_h64_d128_bm8_tmas"
     assert plan.config["design"] == "tmas" and plan.grid[0] == -(-M // 8)
+
+
+@pytest.mark.parametrize("M, N, H, clean, want", [
+    (671, 131072, 32, True, "tmasb2"),     # few row blocks, uneven spans: 1.6-1.8x tmas on multi_req
+    (671, 131072, 32, False, "tmasb2"),
+    (4096, 32768, 64, False, "tmasb2"),    # the wave tail at H = 64: +4-6.5%
+    (1024, 131072, 64, False, "tmasb2"),
+    (4096, 32768, 64, True, "tmas"),       # its -inf fill costs more than the tail gains on multi_req
+    (671, 131072, 64, False, "tmas"),      # 3% slower there
+    (4096, 32768, 32, False, "tmas"),      # even at H = 32 from 1024 rows
+    (128, 32768, 32, True, "tmas"),        # its fixed cost at 128 rows
+    (8192, 8192, 64, False, "tmas"),       # short rows: many pieces
+    (4096, 32768, 128, False, "tmas"),     # not measured at H = 128
+    (1024, 1024, 32, True, "wg"),
+])
+def test_auto_takes_the_balanced_schedule_where_it_was_measured_faster(balanced_dir, encoder, M, N, H, clean, want):
+    from rawindexer.dispatch.sm90 import Sm90Family
+
+    plan = Sm90Family(balanced_dir).plan(Problem(M, N, H, 128, N, clean), Tunables(), PTRS, 132)
+    assert plan.config["design"] == want
+    if want == "tmasb2":
+        assert plan.grid == (132, 1, 1) and plan.symbol.endswith("_tmasb2")
+
+
+def test_auto_keeps_tmas_when_the_caller_fixes_split_n(balanced_dir, encoder):
+    from rawindexer.dispatch.sm90 import Sm90Family
+
+    plan = Sm90Family(balanced_dir).plan(Problem(671, 131072, 32, 128, 131072, True), Tunables(split_n=2), PTRS, 132)
+    assert plan.config["design"] == "tmas" and plan.grid == (42, 2, 1)
