@@ -1,6 +1,7 @@
 // ===================================================================================================
-// "tmasb": the shipped "tmas" (prefill_tma.cuh, v9 loop) on a balanced persistent schedule the device computes
-// itself (issue 14, docs/PERFORMANCE.md v10).
+// "tmasb" / "tmasb2": the shipped "tmas" (prefill_tma.cuh, v9 loop) on a balanced persistent schedule the device
+// computes itself (issue 14, docs/PERFORMANCE.md v10). "tmasb2" ships: "auto" takes it where the H200 measured it
+// faster (dispatch/sm90.py balanced_wins); "tmasb" (piece cost 2) is the first measured form, an experiment.
 //
 // Why: "tmas" launches (row blocks x split_n) blocks of one per SM, split_n chosen on the host from N alone (the
 // host cannot read the windows: no device-to-host sync, the call must stay capturable in a CUDA graph). Every row
