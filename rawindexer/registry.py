@@ -161,10 +161,12 @@ SM90 = "sm_90a"
 
 def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | None = None, ss_stages: bool = False,
           experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None,
-          k_tensor_map: bool = False) -> Design:
+          k_tensor_map: bool = False, balanced: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
     if k_tensor_map:  # the kernel takes a CUtensorMap of K after the common arguments (build.py, v8)
         params["k_tensor_map"] = True
+    if balanced:  # grid = one block per SM; each block computes its share of all row blocks' tiles (v10)
+        params["balanced"] = True
     if consumers:
         params["consumers"] = consumers
     if ss_stages:
@@ -201,6 +203,12 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           logit_eps=2e-3),
     _sm90("tmas9", "tmas (v9) with every weight read from shared memory per tile (no weight float4s kept in "
           "registers)", consumers=4, k_tensor_map=True, experiment=True, logit_eps=2e-3),
+    _sm90("tmasb", "tmas (v9 loop) on a balanced persistent schedule: one block per SM, each computes every row "
+          "block's span and tile count from the windows and takes an equal share of the concatenated tile ranges "
+          "(v10)", consumers=4, k_tensor_map=True, balanced=True, experiment=True, logit_eps=2e-3),
+    _sm90("tmasb2", "tmasb with the piece cost fitted to its H200 times (4 tiles), each piece's Q prefetched into L2 "
+          "by the producer, the -inf fill by contiguous row ranges (v10): auto's choice where the host sees it win",
+          consumers=4, k_tensor_map=True, balanced=True, logit_eps=2e-3, default_rank=2),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared
@@ -210,8 +218,8 @@ SM90_INSTANCES: tuple[Sm90Instance, ...] = tuple(
      for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)]
     + [Sm90Instance(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
     + [Sm90Instance(h, d, 256 // h, "ws") for h in (32, 64, 128) for d in (64, 128)]
-    # "tmas": four consumers of N = 128, BLOCK_M = 4 * 128 / H
-    + [Sm90Instance(h, d, 512 // h, "tmas") for h in (32, 64, 128) for d in (64, 128)])
+    # "tmas" and its balanced schedule "tmasb2": four consumers of N = 128, BLOCK_M = 4 * 128 / H
+    + [Sm90Instance(h, d, 512 // h, design) for design in ("tmas", "tmasb2") for h in (32, 64, 128) for d in (64, 128)])
 
 # ---------------------------------------------------------------------------------------------------
 # the whole table

@@ -28,7 +28,13 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
   each) with both wgmma operands in shared memory, weights in shared memory; the kernel takes K's CUtensorMap after
   the common arguments (dispatch/sm90_tensor_map.py encodes it per K pointer); ``tma`` -- the same with the weights
   in registers (spills; experiment, ``bench/race_sm90.py --build``)
-* ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps, else ``wg``
+* ``tmasb2`` -- (docs/PERFORMANCE.md v10) ``tmas``'s loop on a balanced persistent schedule each block computes from
+  the windows on the device (grid = one block per SM, equal shares of all row blocks' tiles;
+  :meth:`Sm90Family._plan_balanced`, host model in dispatch/sm90_balanced.py); ``tmasb`` -- its first form
+  (experiment, ``bench/race_sm90.py --build``). H200: 1.3-1.4x DeepGEMM on 671 x 131072 multi_req, +4-6.5% over
+  ``tmas`` at H = 64 on long rows without clean_logits, slower elsewhere (1.007x ``tmas`` over the N >= 4096 cases)
+* ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps
+  (``tmasb2`` where :func:`balanced_wins`), else ``wg``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``RAWINDEXER_SM90_DESIGN=mma`` or ``Sm90Family(design="mma")``)
 
@@ -63,14 +69,23 @@ WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
 #: the design the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it): "auto" picks per
-#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", then "wg")
+#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", "wg", "tmasb2")
 AUTO = "auto"
 DEFAULT_DESIGN = AUTO
-AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg")
+AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg", "tmasb2")
 #: "auto" takes "tmas" from this N on, "wg" below it (v8, H200, docs/results/race_sm90_v8_h200.log: 1024 x 1024
 #: wg 17.5 / tmas 28.5 us at H=32, 25.3 / 26.8 at H=64; from 4096 x 4096 on tmas wins 58 of the 64 race cases'
 #: 56 at N >= 4096) and only when the caller fixed no block_m / num_warps (those are the wg heuristic's knobs)
 AUTO_TMAS_MIN_N = 4096
+#: where "auto" takes the balanced "tmasb2" instead of "tmas" (v10, H200, two runs: docs/results/balance14_race_h200.log
+#: (tmasb) and balance14_race2_h200.log): from this N on, at H = 32 for AUTO_BALANCED_M32 = [lo, hi) rows (few row
+#: blocks with uneven spans, the split grid's tail: 671 x 131072 +2% causal, +59-82% multi_req) and at H = 64 from
+#: AUTO_BALANCED_M64 rows without clean_logits (the wave tail: +4-6.5%). Elsewhere tmasb2 measured up to 15% slower
+#: (its -inf fill and fixed cost), so it is not taken there; the host cannot see the windows.
+AUTO_BALANCED_MIN_N = 32768
+AUTO_BALANCED_M32 = (512, 1024)
+AUTO_BALANCED_M64 = 1024
+AUTO_BALANCED = "tmasb2"
 #: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
 #: The fp8 wgmma forms ("wg", "ws") cannot reach the gfx950 designs' 1e-5: Hopper's fp8 tensor cores add
 #: the products with a shorter accumulator than fp32 (about 14 bits, per DeepSeek-V3's report on H800), so
@@ -93,6 +108,19 @@ REVERSE_ROWS_MIN_N = 2048
 #: the row grid is one pass of the card, and the scheduler gives blocks x, x + SMs, ... to one SM, so the zigzag pairs
 #: long causal rows with short ones on every SM (v10-small in docs/PERFORMANCE.md; measured for "wg" only)
 ZIGZAG_DESIGNS = ("wg",)
+#: balanced designs ("tmasb", v10): the most row blocks whose spans and cost prefix a block keeps in shared memory
+#: (TMAB_MAX_ROW_BLOCKS in kernels/sm90/prefill_tma_balanced.cuh); above it the plan is "tmas"'s split grid
+BALANCED_MAX_ROW_BLOCKS = 4096
+BALANCED_FALLBACK = "tmas"
+
+
+def balanced_wins(p: Problem) -> bool:
+    """Whether "auto" runs ``p`` with the balanced "tmasb2" rather than "tmas" (AUTO_BALANCED_* above)."""
+    if p.N < AUTO_BALANCED_MIN_N:
+        return False
+    if p.heads == 32:
+        return AUTO_BALANCED_M32[0] <= p.M < AUTO_BALANCED_M32[1]
+    return p.heads == 64 and p.M >= AUTO_BALANCED_M64 and not p.clean_logits
 
 
 class Sm90Family(KernelFamily):
@@ -117,10 +145,15 @@ class Sm90Family(KernelFamily):
         self._members = {name: Sm90Family(build_dir, design=name) for name in AUTO_DESIGNS} if design == AUTO else {}
 
     def _auto_member(self, problem: Problem, tunables: Tunables) -> "Sm90Family":
-        """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry, else "wg"."""
+        """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry (its balanced
+        schedule "tmasb2" where :func:`balanced_wins` says so), else "wg"."""
         tmas, wg = self._members.get("tmas"), self._members["wg"]
         if (tmas is not None and problem.N >= AUTO_TMAS_MIN_N and not tunables.block_m and not tunables.num_warps
                 and tmas.is_supported(problem.heads, problem.head_dim)):
+            balanced = self._members.get(AUTO_BALANCED)
+            if (balanced is not None and not tunables.split_n and balanced_wins(problem)
+                    and balanced.is_supported(problem.heads, problem.head_dim)):
+                return balanced
             return tmas
         return wg
 
@@ -248,6 +281,8 @@ class Sm90Family(KernelFamily):
         nq = block_m // consumers * p.heads  # wgmma N of one consumer
         row_blocks = max(1, ceil(p.M / block_m))
         cus = max(1, compute_units)
+        if registry.SM90_DESIGNS[self.design].params.get("balanced"):
+            return self._plan_balanced(p, t, pointers, cus, symbol, block_m, consumers, warps)
         if t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
@@ -266,3 +301,19 @@ class Sm90Family(KernelFamily):
         if registry.SM90_DESIGNS[self.design].params.get("k_tensor_map"):
             shared_mem = sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
         return self._launch_plan(symbol, p, t, pointers, block_m, row_blocks, split_n, warps, shared_mem)
+
+    def _plan_balanced(self, p: Problem, t: Tunables, pointers: Pointers, cus: int, symbol: str, block_m: int,
+                       consumers: int, warps: int) -> LaunchPlan:
+        """Launch plan of a balanced design ("tmasb", docs/PERFORMANCE.md v10): grid = one block per SM (``cus``
+        blocks, no SplitN: each block computes every row block's span from the windows on the device and takes
+        1/cus of the total tiles); dynamic smem = "tmas"'s + the row blocks' spans (int2) and cost prefix (int).
+        Above BALANCED_MAX_ROW_BLOCKS row blocks, or when the caller fixes split_n, it is "tmas"'s split plan."""
+        row_blocks = max(1, ceil(p.M / block_m))
+        if t.split_n or row_blocks > BALANCED_MAX_ROW_BLOCKS:
+            fallback = Sm90Family(self.build_dir, design=BALANCED_FALLBACK)
+            return fallback.plan(p, t, pointers, cus)
+        shared_mem = (sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
+                      + 8 * row_blocks + 4 * (row_blocks + 1))
+        plan = self._launch_plan(symbol, p, t, pointers, block_m, cus, 1, warps, shared_mem)
+        plan.config["balanced_blocks"] = cus
+        return plan

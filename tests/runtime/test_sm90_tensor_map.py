@@ -131,3 +131,21 @@ def test_launch_path_writes_the_map_of_each_calls_k(cuda2, encoder):
     # the template's placeholder K, then one map per real K pointer (the repeats reuse theirs)
     assert [c[0] for c in encoder[1:]] == [ptrs[1], other_k[1]]
     api._RAW.clear()
+
+
+def test_launch_path_binds_the_balanced_schedule_like_tmas(cuda2, encoder):
+    """Where "auto" takes the balanced "tmasb2" (H = 64, long rows, no clean_logits), the launch path writes each
+    call's K map the same way; the grid is one block per SM of the (fake) device."""
+    api._RAW.clear()
+    ptrs = [0x100000 * (i + 1) for i in range(7)]
+    other_k = ptrs[:1] + [0x900000] + ptrs[2:]
+    kw = dict(M=2048, N=32768, num_heads=64, head_dim=128, clean_logits=False, stream=stream_of(0, 5), device="cuda")
+    for p in (ptrs, other_k, ptrs):
+        t = rawindexer.launch(*p, **kw)
+        launch = cuda2.launches()[-1][1]
+        args = launch[7]
+        slot = t.config["k_tensor_map"]["slot"]
+        assert t.symbol.endswith("_tmasb2") and t.config["balanced_blocks"] == t.grid[0]
+        assert args[slot["offset"]:slot["offset"] + 128] == fake_map(p[1], 32768, 128)
+        assert tuple(int.from_bytes(args[8 * i:8 * i + 8], "little") for i in range(7)) == tuple(p)
+    api._RAW.clear()

@@ -1,0 +1,359 @@
+// ===================================================================================================
+// "tmasb" / "tmasb2": the shipped "tmas" (prefill_tma.cuh, v9 loop) on a balanced persistent schedule the device
+// computes itself (issue 14, docs/PERFORMANCE.md v10). "tmasb2" ships: "auto" takes it where the H200 measured it
+// faster (dispatch/sm90.py balanced_wins); "tmasb" (piece cost 2) is the first measured form, an experiment.
+//
+// Why: "tmas" launches (row blocks x split_n) blocks of one per SM, split_n chosen on the host from N alone (the
+// host cannot read the windows: no device-to-host sync, the call must stay capturable in a CUDA graph). Every row
+// block's tile range is cut into split_n equal parts, so the grid's time is set by the row block with the widest
+// union window: at 671 x 131072 multi_req (4 requests, each its own key slice) the 3 row blocks that straddle a
+// request boundary span two slices (1024 tiles against 512) and run twice as long as the other 123 blocks of the
+// single wave; at H = 64 (8 rows per block) a 4096-row problem runs ~3.9 waves, the last one a quarter full, and
+// causal row blocks differ in length.
+//
+// Design: grid = G blocks (the host passes G = the SM count; one 640-thread block per SM, as "tmas"). Prologue,
+// all 640 threads: read every row's window (clipped to [0, N)), form each row block's union span [lo, hi), its
+// tile count and its cost = tiles + tmab_piece_cost (0 for an empty span: the Q staging a piece pays, in tile
+// units), and an exclusive prefix sum of the costs in shared memory (R = ceil(M / BM) row blocks; the host keeps
+// R <= TMAB_MAX_ROW_BLOCKS and takes "tmas" above it). Block b owns the cost units [b T / G, (b + 1) T / G) of the
+// concatenated row blocks and walks its pieces (row block r, tile sub-range) in order:
+//   * producer lane: streams the K tiles of piece after piece into one ring; mbarrier stages and phases continue
+//     across pieces, so the next piece's first tiles are in flight while the current piece drains;
+//   * consumer warpgroup c (rows [c BM/4, (c+1) BM/4) of the row block, exactly "tmas"'s loop): per piece, a
+//     barrier of its own 128 threads (the previous piece's wgmmas and epilogue are done with its Q, weights and
+//     windows), then it stages its own Q rows (swizzled), weights and windows, fence.proxy.async, barrier, and runs
+//     the piece's tiles; the four consumers never wait for each other;
+//   * fill warps (1-3): the -inf fill (clean = 1) of [0, lo_r) and [hi_r, N) of rows m = b, b + G, ... (whole rows,
+//     spread over all G blocks; rows of an empty-span row block get the whole row). Inside a span the tile stores
+//     keep "tmas"'s rules (window value, -inf elsewhere under clean, nothing at clean = 0), each element written
+//     once: the pieces of a row block are disjoint tile ranges.
+// Shared memory: "tmas"'s layout, then the row blocks' spans (R int2) and the prefix (R + 1 int).
+// ===================================================================================================
+#pragma once
+#include "prefill_tma.cuh"
+
+// A piece's fixed cost (barrier, Q staging), in tiles (~1 us each): "tmasb" 2 (the guess before the H200); "tmasb2"
+// 4, the per-piece cost fitted to tmasb's measured times (3.75 us per piece, docs/PERFORMANCE.md v10).
+template <bool V2>
+__host__ __device__ constexpr int tmab_piece_cost() {
+  return V2 ? 4 : 2;
+}
+constexpr int TMAB_MAX_ROW_BLOCKS = 4096;   // mirrored in rawindexer/dispatch/sm90.py (48 KB of spans + prefix)
+constexpr int TMAB_BAR0 = 1;                // named barriers 1..4: one per consumer warpgroup (0 = __syncthreads)
+
+// The pieces of one block's cost range [u0, u1): row block r from the last r with prefix[r] <= u0 while
+// prefix[r] < u1; tiles [t0, t1) of r's span (its first COST units are the piece cost, no tiles).
+template <int COST>
+struct TmabWalk {
+  const int* pre;
+  int R, u0, u1, r;
+  __device__ __forceinline__ TmabWalk(const int* pre_s, int rows, int a, int b) : pre(pre_s), R(rows), u0(a), u1(b) {
+    int lo = 0, hi = R;  // largest r in [0, R) with pre[r] <= u0 (pre[0] = 0 <= u0)
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if (pre[mid] <= u0) lo = mid;
+      else hi = mid;
+    }
+    r = lo;
+  }
+  // The next non-empty piece: false when the range is done.
+  __device__ __forceinline__ bool next(int& row_block, int& t0, int& t1) {
+    while (r < R && pre[r] < u1) {
+      const int p = pre[r], cur = r++;
+      const int a = max(u0 - p, 0) - COST, b = min(u1, pre[cur + 1]) - p - COST;
+      if (b > max(a, 0)) {
+        row_block = cur;
+        t0 = max(a, 0);
+        t1 = b;
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+// V2 ("tmasb2", after the first H200 run; unmeasured): piece cost 4; the producer prefetches each piece's Q rows
+// into L2 when it starts streaming that piece's K tiles (~8 tiles before the consumers stage them); the -inf fill
+// takes contiguous row ranges [b M / G, (b + 1) M / G) per block (as "tmas"'s blocks own consecutive rows).
+template <int H, int D, int BM, bool WKEEP, bool V2 = false>
+__device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
+                                                         const float* __restrict__ weights,
+                                                         const int* __restrict__ cu_seqlen_ks,
+                                                         const int* __restrict__ cu_seqlen_ke, float* __restrict__ out,
+                                                         i64 out_row_stride, int M, int N, int flags,
+                                                         const TmaMap& k_map) {
+  constexpr int NC = TMA_NC;
+  constexpr int BMW = BM / NC;  // rows per consumer
+  constexpr int NQ = BMW * H;   // wgmma N of one consumer
+  constexpr int THREADS = ws_threads<NC>();
+  constexpr int NWARPS = THREADS / WARP;
+  static_assert(BM % NC == 0 && NQ == 128, "TMA design: BLOCK_M = 4 * 128 / H (wgmma N = 128 per consumer)");
+  static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
+                "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
+  constexpr int KS = D / 32, NACC = NQ / 2;
+  constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
+  constexpr uint32_t STAGE_BYTES = TMA_TILE * D, Q_BYTES = NQ * D;
+  constexpr int COST = tmab_piece_cost<V2>();
+  using Walk = TmabWalk<COST>;
+
+  extern __shared__ u8 dyn_raw[];
+  const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(dyn_raw);
+  u8* const dyn_s = dyn_raw + ((TMA_SMEM_ALIGN - (raw0 % TMA_SMEM_ALIGN)) % TMA_SMEM_ALIGN);
+  u8* const q_all = dyn_s;                                                   // [NC][NQ * D], swizzled
+  u8* const ring_s = q_all + NC * Q_BYTES;                                   // [TMA_STAGES][STAGE_BYTES], swizzled
+  float* const w_all = reinterpret_cast<float*>(ring_s + TMA_STAGES * STAGE_BYTES);  // [NC][NQ]
+  int2* const win_s = reinterpret_cast<int2*>(w_all + NC * NQ);              // [BM]: the current piece's windows
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_s + BM);            // full[STAGES], empty[STAGES]
+  int2* const span_s = reinterpret_cast<int2*>(bars + 2 * TMA_STAGES);       // [R]: row block r's union [lo, hi)
+  const int R = (M + BM - 1) / BM;
+  int* const pre_s = reinterpret_cast<int*>(span_s + R);                     // [R + 1]: exclusive prefix of costs
+  static_assert((NC * NQ * 4 + BM * 8) % 8 == 0, "mbarriers 8-byte aligned");
+  __shared__ int warp_cost[NWARPS];
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1);
+  const int warp = tid / WARP;
+  const int wgi = __shfl_sync(0xffffffffu, warp / 4, 0), wq = warp % 4;
+  const int gid = lane >> 2, tig = lane & 3;
+  const bool clean = flags & FLAG_CLEAN_LOGITS;
+  const int G = gridDim.x, b = blockIdx.x;
+  if (tid == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
+
+  // DESIGN: the schedule, computed by every block from the windows alone. Thread t takes row blocks
+  // [t C, (t + 1) C) so its running sum is the prefix within them.
+  const int C = (R + THREADS - 1) / THREADS;
+  const int rb_begin = min(R, tid * C), rb_end = min(R, rb_begin + C);
+  int my_cost = 0;
+  for (int r = rb_begin; r < rb_end; ++r) {
+    int lo = N, hi = 0;
+#pragma unroll
+    for (int i = 0; i < BM; ++i) {
+      const int m = r * BM + i;
+      if (m < M) {
+        const int s = max(min(cu_seqlen_ks[m], N), 0);
+        const int e = max(min(cu_seqlen_ke[m], N), s);
+        if (e > s) {
+          lo = min(lo, s);
+          hi = max(hi, e);
+        }
+      }
+    }
+    if (hi <= lo) lo = hi = 0;
+    span_s[r] = make_int2(lo, hi);
+    const int tiles = (hi - lo + TMA_TILE - 1) / TMA_TILE;
+    my_cost += tiles > 0 ? tiles + COST : 0;
+  }
+  int incl = my_cost;  // inclusive scan within the warp
+#pragma unroll
+  for (int d = 1; d < WARP; d <<= 1) {
+    const int x = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += x;
+  }
+  if (lane == WARP - 1) warp_cost[warp] = incl;
+
+  const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars);
+  const uint32_t empty0 = full0 + 8 * TMA_STAGES;
+  const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
+  init_ring_barriers<TMA_STAGES>(full0, empty0, 1, 4 * NC, tid);  // includes __syncthreads: warp_cost visible
+  int before = 0, total = 0;
+#pragma unroll 1
+  for (int w = 0; w < NWARPS; ++w) {
+    const int c = warp_cost[w];
+    before += w < warp ? c : 0;
+    total += c;
+  }
+  {
+    int run = before + incl - my_cost;
+    for (int r = rb_begin; r < rb_end; ++r) {
+      pre_s[r] = run;
+      const int2 sp = span_s[r];
+      const int tiles = (sp.y - sp.x + TMA_TILE - 1) / TMA_TILE;
+      run += tiles > 0 ? tiles + COST : 0;
+    }
+    if (tid == 0) pre_s[R] = total;
+  }
+  __syncthreads();
+  const int u0 = (int)((i64)total * b / G), u1 = (int)((i64)total * (b + 1) / G);
+
+  if (wgi == 0) {
+    setmaxnreg_dec<ws_producer_regs<NC>()>();
+    if (warp == 0) {
+      if (lane == 0) {
+        Walk walk(pre_s, R, u0, u1);
+        int stage = 0, i = 0, r, t0, t1;
+        uint32_t phase = 0;
+        while (walk.next(r, t0, t1)) {
+          const int lo = span_s[r].x;
+          if constexpr (V2) {  // this piece's Q rows into L2 for the consumers' staging (a hint: no effect on results)
+            const int m0 = r * BM, nrows = min(BM, M - m0);
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(q + (i64)m0 * H * D),
+                         "r"((uint32_t)(nrows * H * D))
+                         : "memory");
+          }
+          for (int t = t0; t < t1; ++t, ++i) {
+            if (i >= TMA_STAGES) mbar_wait(empty0 + 8 * stage, phase ^ 1);
+            mbar_arrive_expect_tx(full0 + 8 * stage, STAGE_BYTES);  // the whole box counts, zero-filled rows too
+            tma_load_tile(ring0 + stage * STAGE_BYTES, &k_map, lo + t * TMA_TILE, full0 + 8 * stage);
+            if (++stage == TMA_STAGES) {
+              stage = 0;
+              phase ^= 1;
+            }
+          }
+        }
+      }
+    } else if (clean) {
+      // DESIGN: the -inf fill outside every row block's span, whole rows m = b, b + G, ... per block.
+      const int t0 = (warp - 1) * WARP + lane, step = 3 * WARP;
+      const bool vec4 = flags & FLAG_VEC4_FILL;
+#pragma unroll 1
+      const int m_first = V2 ? (int)((i64)M * b / G) : b, m_end = V2 ? (int)((i64)M * (b + 1) / G) : M;
+      const int m_step = V2 ? 1 : G;
+      for (int m = m_first; m < m_end; m += m_step) {
+        const int2 sp = span_s[m / BM];
+        float* dst_row = out + (i64)m * out_row_stride;
+        tma_fill_neg_inf(dst_row, 0, sp.x, vec4, t0, step);
+        tma_fill_neg_inf(dst_row, sp.y, N, vec4, t0, step);
+      }
+    }
+  } else {
+    setmaxnreg_inc<ws_consumer_regs<NC>()>();
+    const int wg = wgi - 1;  // consumer index: rows [wg * BMW, (wg + 1) * BMW) of each piece's row block
+    const int r0 = wg * BMW;
+    const int ctid = tid - 128 * wgi;  // 0..127 within this consumer
+    const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_all) + wg * Q_BYTES;
+    u8* const q_s = q_all + wg * Q_BYTES;
+    float* const w_s = w_all + wg * NQ;
+    const uint64_t q_desc = swizzled_desc<D>(q_base);
+    const uint64_t k_desc0 = swizzled_desc<D>(ring0);
+    const int v0 = V >= 4 ? VPL * tig : (tig >> 1);
+    const int r_lane = v0 >> 1;
+    const bool lane_stores = V >= 4 || (tig & 1) == 0;
+    constexpr int WRP = WKEEP ? tma_kept_weight_pairs<H>() : 0;
+
+    int stage = 0;
+    uint32_t phase = 0;
+    Walk walk(pre_s, R, u0, u1);
+    int rb, tile_begin, tile_end;
+    while (walk.next(rb, tile_begin, tile_end)) {
+      const int m0 = rb * BM, nrows = min(BM, M - m0);
+      const int2 sp = span_s[rb];
+      const int lo = sp.x, hi = sp.y;
+      // Stage this consumer's Q rows, weights and windows for the piece, once its four warps are done with the
+      // previous piece's (wgmmas waited for, epilogue done).
+      named_bar_sync(TMAB_BAR0 + wg, 128);
+#pragma unroll 2
+      for (int idx = ctid; idx < NQ * (D / 16); idx += 128) {
+        const int n = idx / (D / 16), j = idx % (D / 16);
+        const int r = r0 + n / H;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + 16 * j);
+        *reinterpret_cast<uint4*>(q_s + swizzled<D>(n * D + 16 * j)) = v;
+      }
+      {
+        const int n = ctid;  // NQ = 128 = the consumer's threads: one weight each, in tmas's LDS.128 layout
+        const int r = r0 + n / H;
+        const float w = r < nrows ? weights[(i64)(m0 + r) * H + n % H] : 0.0f;
+        const int j = n / 8;
+        w_s[16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2] = w;
+      }
+      if (ctid < BMW) {
+        int s = 0, e = 0;
+        if (r0 + ctid < nrows) {
+          s = max(min(cu_seqlen_ks[m0 + r0 + ctid], N), 0);
+          e = max(min(cu_seqlen_ke[m0 + r0 + ctid], N), s);
+        }
+        win_s[r0 + ctid] = make_int2(s, e);
+      }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the Q stores, visible to wgmma
+      named_bar_sync(TMAB_BAR0 + wg, 128);
+
+      const bool row_ok = r0 + r_lane < nrows;
+      int clo = N, chi = 0, in_lo = 0, in_hi = r0 + BMW <= nrows ? N : 0;
+#pragma unroll
+      for (int r = 0; r < BMW; ++r) {
+        const int2 w = win_s[r0 + r];
+        if (w.y > w.x) {
+          clo = min(clo, w.x);
+          chi = max(chi, w.y);
+        }
+        in_lo = max(in_lo, w.x);
+        in_hi = min(in_hi, w.y);
+      }
+      float4 wkeep[WRP > 0 ? WRP : 1];
+#pragma unroll
+      for (int i = 0; i < WRP; ++i) wkeep[i] = *reinterpret_cast<const float4*>(w_s + 16 * i + 4 * tig);
+
+      float acc[NACC];
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+      float* out_tile = out + (i64)(m0 + r0 + r_lane) * out_row_stride + (lo + tile_begin * TMA_TILE + 16 * wq + gid);
+      for (int t = tile_begin; t < tile_end; ++t, out_tile += TMA_TILE) {
+        const int base = lo + t * TMA_TILE;
+        const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
+        float sc[VPL];
+#pragma unroll
+        for (int i2 = 0; i2 < VPL; ++i2) sc[i2] = __ldg(kv_scale + min(tok0 + 8 * ((v0 + i2) & 1), hi - 1));
+        const bool hit = base < chi && base + TMA_TILE > clo;
+        const bool interior = base >= in_lo && base + TMA_TILE <= in_hi;
+        mbar_wait(full0 + 8 * stage, phase);
+        if (hit) {
+          const uint64_t k_desc = k_desc0 + (uint32_t)stage * (STAGE_BYTES >> 4);
+          tile_wgmmas<NQ, KS>(acc, [&](int s) { return k_desc + 2 * s; },  // +32 bytes per k-step
+                              [&](int s) { return q_desc + 2 * s; });
+        }
+        release_stage(empty0, stage, phase, lane);
+        float res[VPL];
+        if (hit) {
+          float part[V], odd[V];
+#pragma unroll
+          for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
+          float4 w4;
+#pragma unroll
+          for (int j = 0; j < NQ / 8; ++j) {
+            const int r = j / (H / 8);
+            if (j % 2 == 0)
+              w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
+            const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
+            part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+            odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
+            part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+            odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
+          }
+#pragma unroll
+          for (int v = 0; v < V; ++v) part[v] += odd[v];
+          quad_sums<V>(part, res, tig);
+        }
+        if (interior) {
+#pragma unroll
+          for (int i2 = 0; i2 < VPL; ++i2)
+            if (lane_stores) out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
+        } else {
+#pragma unroll
+          for (int i2 = 0; i2 < VPL; ++i2) {
+            const int tok = tok0 + 8 * ((v0 + i2) & 1);
+            if (lane_stores && row_ok && tok < hi) {
+              const int2 w_lane = win_s[r0 + r_lane];
+              if (hit && tok >= w_lane.x && tok < w_lane.y)
+                out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
+              else if (clean)
+                out_tile[8 * ((v0 + i2) & 1)] = -__int_as_float(0x7f800000);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_tmasb / _tmasb2: tmas's argument list (split_n unused: the grid is the block count).
+#define TMASB_KERNEL(H, D, BM, SUFFIX, V2)                                                                            \
+  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {      \
+    (void)k;                                                                                                          \
+    (void)num_warps;                                                                                                  \
+    (void)split_n;                                                                                                    \
+    fp8_mqa_logits_tmab_body<H, D, BM, true, V2>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,               \
+                                                 out_row_stride, M, N, flags, k_map);                                 \
+  }
+#define INSTANTIATE_tmasb(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb, false)
+#define INSTANTIATE_tmasb2(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb2, true)
