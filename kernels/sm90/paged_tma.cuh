@@ -143,17 +143,6 @@ __device__ __forceinline__ void pt_wait(uint32_t bar, uint32_t parity) {
   }
 }
 
-// DESIGN: releasing a ring slot. The consumers read the slot's scales with ordinary (generic-proxy) loads; the
-// producer's next bulk copy into the slot writes through the async proxy, and the PTX memory model orders accesses of
-// the two proxies only through fence.proxy.async. So each lane fences its reads before the warp's arrive, and the
-// producer's empty wait (acquire) then covers them. Without it compute-sanitizer racecheck reports that copy racing
-// the scale reads once a block's ring wraps (decode7, docs/PAGED.md "Call 7"); no wrong result was ever seen.
-__device__ __forceinline__ void pt_release_slot(uint32_t empty_bar, int lane) {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty_bar);
-}
-
 // Ends the thread where it stands: each setmaxnreg region ends in its own exit (a `return` merges into one exit
 // block, a join of the regions' register budgets that ptxas then allocates at the entry count).
 __device__ __forceinline__ void pt_exit() {
@@ -355,7 +344,10 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
         return t;
       };
-      auto release = [&](int i) { pt_release_slot(empty0 + 8 * (i % S), lane); };
+      auto release = [&](int i) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
+      };
       auto issue = [&](float (&acc)[NACC], int i, int chunk) {
         fence_regs(acc);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -590,7 +582,10 @@ __device__ __forceinline__ void paged_tma_persistent_body(
   if (warp > 4) return;
 
   auto wait_full = [&](int i) { pt_wait(full0 + 8 * (i % S), (i / S) & 1); };
-  auto release = [&](int i) { pt_release_slot(empty0 + 8 * (i % S), lane); };
+  auto release = [&](int i) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
+  };
   auto issue = [&](float (&acc)[NACC], int i, int chunk) {
     fence_regs(acc);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
