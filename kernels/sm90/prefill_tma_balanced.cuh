@@ -78,6 +78,19 @@ struct TmabWalk {
     }
     return false;
   }
+  // The row block of the next non-empty piece, without advancing ("tmasb3" stages it one piece ahead; keeping the
+  // peeked piece instead of re-walking costs registers the consumer loop does not have: spills at H >= 64).
+  __device__ __forceinline__ bool peek(int& row_block) const {
+    for (int rr = r; rr < R && pre[rr] < u1; ++rr) {
+      const int p = pre[rr];
+      const int a = max(u0 - p, 0) - COST, b = min(u1, pre[rr + 1]) - p - COST;
+      if (b > max(a, 0)) {
+        row_block = rr;
+        return true;
+      }
+    }
+    return false;
+  }
 };
 
 // VER 2 ("tmasb2", after the first H200 run): piece cost 4; the producer prefetches each piece's Q rows into L2 when
@@ -254,7 +267,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
     auto issue_stage = [&](int rbx, int bx) {
       const int m0x = rbx * BM, nrowsx = min(BM, M - m0x);
       const uint32_t qd = q_base + (uint32_t)(bx * NC * Q_BYTES);
-#pragma unroll
+      // rolled: cp.async holds no data registers, so one loop trip per copy costs only issue slots, and the
+      // consumer's 112 registers have no room for eight unrolled addresses (spills at H >= 64)
+#pragma unroll 1
       for (int idx = ctid; idx < NQ * (D / 16); idx += 128) {
         const int n = idx / (D / 16), j = idx % (D / 16);
         const int r = r0 + n / H;
@@ -281,24 +296,23 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       cp_async_commit_group();
     };
     int buf = 0;
-    bool have = walk.next(rb, tile_begin, tile_end);
+    bool have = false;  // V3: the piece to run was walked (and its staging issued) one piece ahead
     if constexpr (V3) {
+      have = walk.next(rb, tile_begin, tile_end);
       if (have) issue_stage(rb, 0);
     }
-    while (have) {
+    while (V3 ? have : walk.next(rb, tile_begin, tile_end)) {
       const int m0 = rb * BM, nrows = min(BM, M - m0);
       const int2 sp = span_s[rb];
       const int lo = sp.x, hi = sp.y;
-      int next_rb = 0, next_t0 = 0, next_t1 = 0;
-      bool have_next = false;
       if constexpr (V3) {
         // This piece's copies (issued during the previous piece) landed and are visible to wgmma in every thread;
         // all four warps are past the previous piece (whose buffer buf ^ 1 the next copies overwrite).
         cp_async_wait_groups<0>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         named_bar_sync(TMAB_BAR0 + wg, 128);
-        have_next = walk.next(next_rb, next_t0, next_t1);
-        if (have_next) issue_stage(next_rb, buf ^ 1);
+        int next_rb;
+        if (walk.peek(next_rb)) issue_stage(next_rb, buf ^ 1);
       } else {
       // Stage this consumer's Q rows, weights and windows for the piece, once its four warps are done with the
       // previous piece's (wgmmas waited for, epilogue done).
@@ -412,13 +426,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
         }
       }
       if constexpr (V3) {
-        rb = next_rb;
-        tile_begin = next_t0;
-        tile_end = next_t1;
-        have = have_next;
-        buf ^= 1;
-      } else {
         have = walk.next(rb, tile_begin, tile_end);
+        buf ^= 1;
       }
     }
   }
