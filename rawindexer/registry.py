@@ -161,12 +161,14 @@ SM90 = "sm_90a"
 
 def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | None = None, ss_stages: bool = False,
           experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None,
-          k_tensor_map: bool = False, balanced: bool = False) -> Design:
+          k_tensor_map: bool = False, balanced: bool = False, q_prefetch: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
     if k_tensor_map:  # the kernel takes a CUtensorMap of K after the common arguments (build.py, v8)
         params["k_tensor_map"] = True
     if balanced:  # grid = one block per SM; each block computes its share of all row blocks' tiles (v10)
         params["balanced"] = True
+    if q_prefetch:  # balanced with two Q buffers per consumer (v11): more shared memory, fewer row blocks
+        params["q_prefetch"] = True
     if consumers:
         params["consumers"] = consumers
     if ss_stages:
@@ -209,6 +211,9 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
     _sm90("tmasb2", "tmasb with the piece cost fitted to its H200 times (4 tiles), each piece's Q prefetched into L2 "
           "by the producer, the -inf fill by contiguous row ranges (v10): auto's choice where the host sees it win",
           consumers=4, k_tensor_map=True, balanced=True, logit_eps=2e-3, default_rank=2),
+    _sm90("tmasb3", "tmasb2 with a second Q / weights / windows buffer per consumer, the next piece's filled by "
+          "cp.async while the current piece's tiles run (v11)", consumers=4, k_tensor_map=True, balanced=True,
+          q_prefetch=True, experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared

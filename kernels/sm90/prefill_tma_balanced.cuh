@@ -34,11 +34,19 @@
 
 // A piece's fixed cost (barrier, Q staging), in tiles (~1 us each): "tmasb" 2 (the guess before the H200); "tmasb2"
 // 4, the per-piece cost fitted to tmasb's measured times (3.75 us per piece, docs/PERFORMANCE.md v10).
-template <bool V2>
+// "tmasb3" keeps tmasb2's 4 until its own H200 run (its Q staging overlaps the previous piece: the fit may drop).
+template <int VER>
 __host__ __device__ constexpr int tmab_piece_cost() {
-  return V2 ? 4 : 2;
+  return VER >= 2 ? 4 : 2;
 }
 constexpr int TMAB_MAX_ROW_BLOCKS = 4096;   // mirrored in rawindexer/dispatch/sm90.py (48 KB of spans + prefix)
+// "tmasb3": a second Q / weights / windows buffer per consumer (+66 KB at D = 128) leaves room for 2048 row blocks
+constexpr int TMAB3_MAX_ROW_BLOCKS = 2048;  // mirrored in rawindexer/dispatch/sm90.py
+
+// 4-byte cp.async (.ca: .cg takes 16 bytes only); src_bytes = 0 writes zeros.
+__device__ __forceinline__ void cp_async4_zfill(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
 constexpr int TMAB_BAR0 = 1;                // named barriers 1..4: one per consumer warpgroup (0 = __syncthreads)
 
 // The pieces of one block's cost range [u0, u1): row block r from the last r with prefix[r] <= u0 while
@@ -70,12 +78,31 @@ struct TmabWalk {
     }
     return false;
   }
+  // The row block of the next non-empty piece, without advancing ("tmasb3" stages it one piece ahead; keeping the
+  // peeked piece instead of re-walking costs registers the consumer loop does not have: spills at H >= 64).
+  __device__ __forceinline__ bool peek(int& row_block) const {
+    for (int rr = r; rr < R && pre[rr] < u1; ++rr) {
+      const int p = pre[rr];
+      const int a = max(u0 - p, 0) - COST, b = min(u1, pre[rr + 1]) - p - COST;
+      if (b > max(a, 0)) {
+        row_block = rr;
+        return true;
+      }
+    }
+    return false;
+  }
 };
 
-// V2 ("tmasb2", after the first H200 run; unmeasured): piece cost 4; the producer prefetches each piece's Q rows
-// into L2 when it starts streaming that piece's K tiles (~8 tiles before the consumers stage them); the -inf fill
-// takes contiguous row ranges [b M / G, (b + 1) M / G) per block (as "tmas"'s blocks own consecutive rows).
-template <int H, int D, int BM, bool WKEEP, bool V2 = false>
+// VER 2 ("tmasb2", after the first H200 run): piece cost 4; the producer prefetches each piece's Q rows into L2 when
+// it starts streaming that piece's K tiles (~8 tiles before the consumers stage them); the -inf fill takes
+// contiguous row ranges [b M / G, (b + 1) M / G) per block (as "tmas"'s blocks own consecutive rows).
+// VER 3 ("tmasb3", issue 14 v11): tmasb2 with two Q / weights / windows buffers per consumer. A consumer issues the
+// cp.async copies of piece p + 1 into the other buffer right after the barrier that opens piece p (every thread of
+// the warpgroup is then past its last wgmma_wait and epilogue read of piece p - 1, the buffer's previous user), and
+// waits for them (cp.async.wait_group 0, fence.proxy.async, barrier) only when piece p + 1 starts: the staging runs
+// under piece p's tiles instead of between pieces. The windows land unclipped; the consumer clips them when it reads
+// them (the per-lane test tok in [s, e) is the same on raw and clipped bounds for tok in [0, N)).
+template <int H, int D, int BM, bool WKEEP, int VER = 1>
 __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                          const float* __restrict__ weights,
                                                          const int* __restrict__ cu_seqlen_ks,
@@ -93,21 +120,23 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
   constexpr int KS = D / 32, NACC = NQ / 2;
   constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
   constexpr uint32_t STAGE_BYTES = TMA_TILE * D, Q_BYTES = NQ * D;
-  constexpr int COST = tmab_piece_cost<V2>();
+  constexpr bool V2 = VER >= 2, V3 = VER >= 3;
+  constexpr int NBUF = V3 ? 2 : 1;  // Q / weights / windows buffers per consumer
+  constexpr int COST = tmab_piece_cost<VER>();
   using Walk = TmabWalk<COST>;
 
   extern __shared__ u8 dyn_raw[];
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(dyn_raw);
   u8* const dyn_s = dyn_raw + ((TMA_SMEM_ALIGN - (raw0 % TMA_SMEM_ALIGN)) % TMA_SMEM_ALIGN);
-  u8* const q_all = dyn_s;                                                   // [NC][NQ * D], swizzled
-  u8* const ring_s = q_all + NC * Q_BYTES;                                   // [TMA_STAGES][STAGE_BYTES], swizzled
-  float* const w_all = reinterpret_cast<float*>(ring_s + TMA_STAGES * STAGE_BYTES);  // [NC][NQ]
-  int2* const win_s = reinterpret_cast<int2*>(w_all + NC * NQ);              // [BM]: the current piece's windows
-  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_s + BM);            // full[STAGES], empty[STAGES]
+  u8* const q_all = dyn_s;                                                   // [NBUF][NC][NQ * D], swizzled
+  u8* const ring_s = q_all + NBUF * NC * Q_BYTES;                            // [TMA_STAGES][STAGE_BYTES], swizzled
+  float* const w_all = reinterpret_cast<float*>(ring_s + TMA_STAGES * STAGE_BYTES);  // [NBUF][NC][NQ]
+  int2* const win_s = reinterpret_cast<int2*>(w_all + NBUF * NC * NQ);       // [NBUF][BM]: the pieces' windows
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_s + NBUF * BM);     // full[STAGES], empty[STAGES]
   int2* const span_s = reinterpret_cast<int2*>(bars + 2 * TMA_STAGES);       // [R]: row block r's union [lo, hi)
   const int R = (M + BM - 1) / BM;
   int* const pre_s = reinterpret_cast<int*>(span_s + R);                     // [R + 1]: exclusive prefix of costs
-  static_assert((NC * NQ * 4 + BM * 8) % 8 == 0, "mbarriers 8-byte aligned");
+  static_assert((NBUF * (NC * NQ * 4 + BM * 8)) % 8 == 0, "mbarriers 8-byte aligned");
   __shared__ int warp_cost[NWARPS];
 
   const int tid = threadIdx.x;
@@ -234,10 +263,57 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
     uint32_t phase = 0;
     Walk walk(pre_s, R, u0, u1);
     int rb, tile_begin, tile_end;
-    while (walk.next(rb, tile_begin, tile_end)) {
+    // V3: issue the cp.async copies of row block rbx's Q rows, weights and raw windows into buffer bx (one group).
+    auto issue_stage = [&](int rbx, int bx) {
+      const int m0x = rbx * BM, nrowsx = min(BM, M - m0x);
+      const uint32_t qd = q_base + (uint32_t)(bx * NC * Q_BYTES);
+      // rolled: cp.async holds no data registers, so one loop trip per copy costs only issue slots, and the
+      // consumer's 112 registers have no room for eight unrolled addresses (spills at H >= 64)
+#pragma unroll 1
+      for (int idx = ctid; idx < NQ * (D / 16); idx += 128) {
+        const int n = idx / (D / 16), j = idx % (D / 16);
+        const int r = r0 + n / H;
+        const bool ok = r < nrowsx;  // rows past M: zeros (src_bytes 0; the address stays a valid row)
+        cp_async16_zfill(qd + swizzled<D>(n * D + 16 * j), q + ((i64)(m0x + (ok ? r : 0)) * H + (n % H)) * D + 16 * j,
+                         ok ? 16u : 0u);
+      }
+      {
+        const int n = ctid;  // tmas's LDS.128 weight layout, as the V1/V2 staging below
+        const int r = r0 + n / H;
+        const bool ok = r < nrowsx;
+        const int j = n / 8;
+        const uint32_t wd = (uint32_t)__cvta_generic_to_shared(w_all + (bx * NC + wg) * NQ +
+                                                               16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2);
+        cp_async4_zfill(wd, weights + (i64)(m0x + (ok ? r : 0)) * H + n % H, ok ? 4u : 0u);
+      }
+      if (ctid < BMW) {
+        const bool ok = r0 + ctid < nrowsx;
+        const int m = m0x + (ok ? r0 + ctid : 0);
+        const uint32_t wn = (uint32_t)__cvta_generic_to_shared(win_s + bx * BM + r0 + ctid);
+        cp_async4_zfill(wn, cu_seqlen_ks + m, ok ? 4u : 0u);
+        cp_async4_zfill(wn + 4, cu_seqlen_ke + m, ok ? 4u : 0u);
+      }
+      cp_async_commit_group();
+    };
+    int buf = 0;
+    bool have = false;  // V3: the piece to run was walked (and its staging issued) one piece ahead
+    if constexpr (V3) {
+      have = walk.next(rb, tile_begin, tile_end);
+      if (have) issue_stage(rb, 0);
+    }
+    while (V3 ? have : walk.next(rb, tile_begin, tile_end)) {
       const int m0 = rb * BM, nrows = min(BM, M - m0);
       const int2 sp = span_s[rb];
       const int lo = sp.x, hi = sp.y;
+      if constexpr (V3) {
+        // This piece's copies (issued during the previous piece) landed and are visible to wgmma in every thread;
+        // all four warps are past the previous piece (whose buffer buf ^ 1 the next copies overwrite).
+        cp_async_wait_groups<0>();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        named_bar_sync(TMAB_BAR0 + wg, 128);
+        int next_rb;
+        if (walk.peek(next_rb)) issue_stage(next_rb, buf ^ 1);
+      } else {
       // Stage this consumer's Q rows, weights and windows for the piece, once its four warps are done with the
       // previous piece's (wgmmas waited for, epilogue done).
       named_bar_sync(TMAB_BAR0 + wg, 128);
@@ -266,12 +342,20 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       }
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the Q stores, visible to wgmma
       named_bar_sync(TMAB_BAR0 + wg, 128);
+      }
+      const int2* const win_c = win_s + buf * BM;
+      const float* const w_c = w_all + (buf * NC + wg) * NQ;
+      const uint64_t q_desc_c = V3 ? swizzled_desc<D>(q_base + (uint32_t)(buf * NC * Q_BYTES)) : q_desc;
 
       const bool row_ok = r0 + r_lane < nrows;
       int clo = N, chi = 0, in_lo = 0, in_hi = r0 + BMW <= nrows ? N : 0;
 #pragma unroll
       for (int r = 0; r < BMW; ++r) {
-        const int2 w = win_s[r0 + r];
+        int2 w = win_c[r0 + r];
+        if constexpr (V3) {  // the raw windows: clip as the V1/V2 staging does
+          w.x = max(min(w.x, N), 0);
+          w.y = max(min(w.y, N), w.x);
+        }
         if (w.y > w.x) {
           clo = min(clo, w.x);
           chi = max(chi, w.y);
@@ -281,7 +365,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       }
       float4 wkeep[WRP > 0 ? WRP : 1];
 #pragma unroll
-      for (int i = 0; i < WRP; ++i) wkeep[i] = *reinterpret_cast<const float4*>(w_s + 16 * i + 4 * tig);
+      for (int i = 0; i < WRP; ++i) wkeep[i] = *reinterpret_cast<const float4*>(w_c + 16 * i + 4 * tig);
 
       float acc[NACC];
 #pragma unroll
@@ -299,7 +383,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
         if (hit) {
           const uint64_t k_desc = k_desc0 + (uint32_t)stage * (STAGE_BYTES >> 4);
           tile_wgmmas<NQ, KS>(acc, [&](int s) { return k_desc + 2 * s; },  // +32 bytes per k-step
-                              [&](int s) { return q_desc + 2 * s; });
+                              [&](int s) { return q_desc_c + 2 * s; });
         }
         release_stage(empty0, stage, phase, lane);
         float res[VPL];
@@ -312,7 +396,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
           for (int j = 0; j < NQ / 8; ++j) {
             const int r = j / (H / 8);
             if (j % 2 == 0)
-              w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
+              w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_c + 16 * (j / 2) + 4 * tig);
             const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
             part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
             odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
@@ -332,7 +416,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
           for (int i2 = 0; i2 < VPL; ++i2) {
             const int tok = tok0 + 8 * ((v0 + i2) & 1);
             if (lane_stores && row_ok && tok < hi) {
-              const int2 w_lane = win_s[r0 + r_lane];
+              const int2 w_lane = win_c[r0 + r_lane];
               if (hit && tok >= w_lane.x && tok < w_lane.y)
                 out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
               else if (clean)
@@ -341,19 +425,24 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
           }
         }
       }
+      if constexpr (V3) {
+        have = walk.next(rb, tile_begin, tile_end);
+        buf ^= 1;
+      }
     }
   }
 }
 
 // fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_tmasb / _tmasb2: tmas's argument list (split_n unused: the grid is the block count).
-#define TMASB_KERNEL(H, D, BM, SUFFIX, V2)                                                                            \
+#define TMASB_KERNEL(H, D, BM, SUFFIX, VER)                                                                            \
   extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
       fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {      \
     (void)k;                                                                                                          \
     (void)num_warps;                                                                                                  \
     (void)split_n;                                                                                                    \
-    fp8_mqa_logits_tmab_body<H, D, BM, true, V2>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,               \
+    fp8_mqa_logits_tmab_body<H, D, BM, true, VER>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,               \
                                                  out_row_stride, M, N, flags, k_map);                                 \
   }
-#define INSTANTIATE_tmasb(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb, false)
-#define INSTANTIATE_tmasb2(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb2, true)
+#define INSTANTIATE_tmasb(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb, 1)
+#define INSTANTIATE_tmasb2(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb2, 2)
+#define INSTANTIATE_tmasb3(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb3, 3)

@@ -111,6 +111,9 @@ ZIGZAG_DESIGNS = ("wg",)
 #: balanced designs ("tmasb", v10): the most row blocks whose spans and cost prefix a block keeps in shared memory
 #: (TMAB_MAX_ROW_BLOCKS in kernels/sm90/prefill_tma_balanced.cuh); above it the plan is "tmas"'s split grid
 BALANCED_MAX_ROW_BLOCKS = 4096
+#: the same for the balanced designs with two Q buffers per consumer ("tmasb3", v11; TMAB3_MAX_ROW_BLOCKS): the second
+#: buffer takes 66 KB at D = 128, leaving 24 KB for spans and prefix under the 227 KB a block may have
+BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS = 2048
 BALANCED_FALLBACK = "tmas"
 
 
@@ -309,10 +312,15 @@ class Sm90Family(KernelFamily):
         1/cus of the total tiles); dynamic smem = "tmas"'s + the row blocks' spans (int2) and cost prefix (int).
         Above BALANCED_MAX_ROW_BLOCKS row blocks, or when the caller fixes split_n, it is "tmas"'s split plan."""
         row_blocks = max(1, ceil(p.M / block_m))
-        if t.split_n or row_blocks > BALANCED_MAX_ROW_BLOCKS:
+        q_prefetch = bool(registry.SM90_DESIGNS[self.design].params.get("q_prefetch"))
+        cap = BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS if q_prefetch else BALANCED_MAX_ROW_BLOCKS
+        if t.split_n or row_blocks > cap:
             fallback = Sm90Family(self.build_dir, design=BALANCED_FALLBACK)
             return fallback.plan(p, t, pointers, cus)
-        shared_mem = (sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
+        nq = block_m // consumers * p.heads
+        # q_prefetch: a second copy of the Q rows, weights and windows (the kernel's NBUF = 2)
+        second = consumers * nq * (p.head_dim + 4) + block_m * 8 if q_prefetch else 0
+        shared_mem = (sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers) + second
                       + 8 * row_blocks + 4 * (row_blocks + 1))
         plan = self._launch_plan(symbol, p, t, pointers, block_m, cus, 1, warps, shared_mem)
         plan.config["balanced_blocks"] = cus

@@ -105,8 +105,24 @@ def test_balanced_plan_is_one_block_per_sm(balanced_dir, encoder, design):
     assert plan.symbol == f"fp8_mqa_logits_sm90_h64_d128_bm8_{design}"
     assert plan.grid == (132, 1, 1) and plan.block == (640, 1, 1)
     R = 4096 // 8
-    assert plan.shared_mem == sm90_tensor_map.shared_mem(8, 64, 128, 4) + 8 * R + 4 * (R + 1) <= 227 * 1024
+    second = 4 * 128 * (128 + 4) + 8 * 8 if design == "tmasb3" else 0  # its second Q / weights / windows buffer
+    assert plan.shared_mem == sm90_tensor_map.shared_mem(8, 64, 128, 4) + second + 8 * R + 4 * (R + 1) <= 227 * 1024
     assert plan.config["design"] == design and plan.config["balanced_blocks"] == 132
+
+
+@pytest.mark.parametrize("H", [32, 64, 128])
+def test_q_prefetch_plan_fits_shared_memory_up_to_its_cap(balanced_dir, encoder, H):
+    """tmasb3 at its row-block cap still fits the 227 KB a block may have; one row block more and it is tmas's plan."""
+    from rawindexer.dispatch.sm90 import BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS, Sm90Family
+
+    assert BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS == sb.Q_PREFETCH_MAX_ROW_BLOCKS
+    bm = 512 // H
+    fam = Sm90Family(balanced_dir, design="tmasb3")
+    M = bm * BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS
+    plan = fam.plan(Problem(M, 32768, H, 128, 32768, False), Tunables(), PTRS, 132)
+    assert plan.config["design"] == "tmasb3" and plan.shared_mem <= 227 * 1024
+    plan = fam.plan(Problem(M + bm, 32768, H, 128, 32768, False), Tunables(), PTRS, 132)
+    assert plan.config["design"] == "tmas"
 
 
 @pytest.mark.parametrize("why", ["row blocks over the cap", "split_n fixed"])
