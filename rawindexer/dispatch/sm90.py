@@ -77,14 +77,19 @@ AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tm
 #: wg 17.5 / tmas 28.5 us at H=32, 25.3 / 26.8 at H=64; from 4096 x 4096 on tmas wins 58 of the 64 race cases'
 #: 56 at N >= 4096) and only when the caller fixed no block_m / num_warps (those are the wg heuristic's knobs)
 AUTO_TMAS_MIN_N = 4096
-#: where "auto" takes the balanced "tmasb2" instead of "tmas" (v10, H200, two runs: docs/results/balance14_race_h200.log
-#: (tmasb) and balance14_race2_h200.log): from this N on, at H = 32 for AUTO_BALANCED_M32 = [lo, hi) rows (few row
-#: blocks with uneven spans, the split grid's tail: 671 x 131072 +2% causal, +59-82% multi_req) and at H = 64 from
-#: AUTO_BALANCED_M64 rows without clean_logits (the wave tail: +4-6.5%). Elsewhere tmasb2 measured up to 15% slower
-#: (its -inf fill and fixed cost), so it is not taken there; the host cannot see the windows.
+#: where "auto" takes the balanced "tmasb2" instead of "tmas" (H200: docs/results/balance14_race_h200.log (tmasb, the
+#: same schedule), balance14_race2_h200.log and qbuf14_race_h200.log, each with tmas and DeepGEMM in the same run;
+#: docs/PERFORMANCE.md v10): at H = 32 from AUTO_BALANCED_MIN_N keys for AUTO_BALANCED_M32 = [lo, hi) rows (few row
+#: blocks with uneven spans, the split grid's tail: 671 x 131072 +1-2.5% causal, +59-83% multi_req); at H = 64 from
+#: AUTO_BALANCED_M64 rows and AUTO_TMAS_MIN_N keys, clean_logits or not: from 1024 rows without clean_logits +1-6.7% in
+#: every measured case, with it causal +0.6-5.4% and multi_req -2-6%; at 671 rows multi_req +6-12% and causal -2.5-3.3%.
+#: The host cannot tell causal from multi_req; every case where tmasb2 loses stays faster than DeepGEMM, while long
+#: causal clean_logits and 671 multi_req cross over to faster. The rule is fitted to the benchmark's shapes: in the
+#: two runs that timed tmas and tmasb2 together it leaves 4 fewer cases slower than DeepGEMM (14 -> 10, 11 -> 7) at a
+#: 0.3-0.4% higher geomean. Elsewhere (H = 32 from 1024 rows, 128 rows, H = 128: not measured) tmas stays.
 AUTO_BALANCED_MIN_N = 32768
 AUTO_BALANCED_M32 = (512, 1024)
-AUTO_BALANCED_M64 = 1024
+AUTO_BALANCED_M64 = 512
 AUTO_BALANCED = "tmasb2"
 #: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
 #: The fp8 wgmma forms ("wg", "ws") cannot reach the gfx950 designs' 1e-5: Hopper's fp8 tensor cores add
@@ -119,11 +124,9 @@ BALANCED_FALLBACK = "tmas"
 
 def balanced_wins(p: Problem) -> bool:
     """Whether "auto" runs ``p`` with the balanced "tmasb2" rather than "tmas" (AUTO_BALANCED_* above)."""
-    if p.N < AUTO_BALANCED_MIN_N:
-        return False
     if p.heads == 32:
-        return AUTO_BALANCED_M32[0] <= p.M < AUTO_BALANCED_M32[1]
-    return p.heads == 64 and p.M >= AUTO_BALANCED_M64 and not p.clean_logits
+        return p.N >= AUTO_BALANCED_MIN_N and AUTO_BALANCED_M32[0] <= p.M < AUTO_BALANCED_M32[1]
+    return p.heads == 64 and p.N >= AUTO_TMAS_MIN_N and p.M >= AUTO_BALANCED_M64
 
 
 class Sm90Family(KernelFamily):

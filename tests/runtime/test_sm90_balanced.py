@@ -141,15 +141,21 @@ def test_balanced_plan_falls_back_to_the_split_grid(balanced_dir, encoder, why):
 @pytest.mark.parametrize("M, N, H, clean, want", [
     (671, 131072, 32, True, "tmasb2"),     # few row blocks, uneven spans: 1.6-1.8x tmas on multi_req
     (671, 131072, 32, False, "tmasb2"),
+    (1023, 32768, 32, False, "tmasb2"),    # the H = 32 band's last row count
     (4096, 32768, 64, False, "tmasb2"),    # the wave tail at H = 64: +4-6.5%
     (1024, 131072, 64, False, "tmasb2"),
-    (4096, 32768, 64, True, "tmas"),       # its -inf fill costs more than the tail gains on multi_req
-    (671, 131072, 64, False, "tmas"),      # 3% slower there
+    (4096, 32768, 64, True, "tmasb2"),     # causal +4.5%, multi_req -2.5% (still faster than DeepGEMM)
+    (671, 131072, 64, False, "tmasb2"),    # multi_req +12%, causal -3% (still faster than DeepGEMM)
+    (512, 4096, 64, True, "tmasb2"),       # the H = 64 corner: AUTO_BALANCED_M64 rows, AUTO_TMAS_MIN_N keys
+    (8192, 8192, 64, False, "tmasb2"),     # +2.6-4.6% at clean = 0
+    (511, 32768, 64, False, "tmas"),       # below AUTO_BALANCED_M64
+    (128, 32768, 64, True, "tmas"),        # its fixed cost at 128 rows
     (4096, 32768, 32, False, "tmas"),      # even at H = 32 from 1024 rows
-    (128, 32768, 32, True, "tmas"),        # its fixed cost at 128 rows
-    (8192, 8192, 64, False, "tmas"),       # short rows: many pieces
+    (671, 16384, 32, False, "tmas"),       # H = 32 below AUTO_BALANCED_MIN_N
+    (128, 32768, 32, True, "tmas"),
     (4096, 32768, 128, False, "tmas"),     # not measured at H = 128
     (1024, 1024, 32, True, "wg"),
+    (1024, 1024, 64, False, "wg"),         # below AUTO_TMAS_MIN_N: wg, whatever the rows
 ])
 def test_auto_takes_the_balanced_schedule_where_it_was_measured_faster(balanced_dir, encoder, M, N, H, clean, want):
     from rawindexer.dispatch.sm90 import Sm90Family
