@@ -117,21 +117,22 @@ struct TmaRowWindows {
 };
 
 // The v9 ("LEAN" + WKEEP) consumer loop over tiles [tile_begin, tile_end) of the span [lo, hi): one copy for "tmas"
-// and its balanced schedules ("tmasb*", prefill_tma_balanced.cuh runs it once per piece), whose SASS was measured on
-// the H200 -- the statements keep their order so both kernels compile to the same instruction stream as when each
-// had its own copy (bench/sass_compare.py checks that). The caller owns the ring: `stage` / `phase` continue across
-// calls. This lane stores row `out_row` of `out` (its window at `win_lane`, read on edge tiles only), results
-// v0 .. v0 + VPL - 1 of the quad reduction when `lane_stores`, at tokens lo + 64 t + 16 wq + gid (+ 8).
-// w_s: the consumer's NQ weights in the LDS.128 layout; WRP of its float4s stay in registers for the whole call.
+// and its balanced schedules ("tmasb*": prefill_tma_balanced.cuh runs it once per piece), both measured on the H200.
+// Why the shape: the statements keep the order the two copies had, and the row / window indices are formed here,
+// where the copies formed them (precomputed by the caller they reordered tmas's prologue), so both kernels keep
+// their instruction streams (bench/sass_compare.py). The caller owns the ring: `stage` / `phase` continue across
+// calls. Rows: block row m0 + r0 + r of out is consumer row r; this lane stores row r_lane (valid: row_ok; window
+// win[r0 + r_lane], read on edge tiles only), results v0 .. v0 + VPL - 1 of the quad reduction when `lane_stores`,
+// at tokens lo + 64 t + 16 wq + gid (+ 8). w_s: the consumer's NQ weights in the LDS.128 layout (WRP of this lane's
+// float4s stay in registers for the whole call); q_desc / k_desc0: the base descriptors of its Q and of the ring.
 template <int H, int D, int BM, int WRP>
 __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end, int lo, int hi,
                                                    const TmaRowWindows& wb, float* __restrict__ out,
                                                    i64 out_row_stride, int m0, int r0, int r_lane, const int2* win,
-                                                   bool row_ok,
-                                                   bool clean, const float* __restrict__ kv_scale, const float* w_s,
-                                                   uint64_t q_desc, uint64_t k_desc0, uint32_t full0,
-                                                   uint32_t empty0, int& stage, uint32_t& phase, int v0,
-                                                   bool lane_stores, int lane, int wq, int gid, int tig) {
+                                                   bool row_ok, bool clean, const float* __restrict__ kv_scale,
+                                                   const float* w_s, uint64_t q_desc, uint64_t k_desc0,
+                                                   uint32_t full0, uint32_t empty0, int& stage, uint32_t& phase,
+                                                   int v0, bool lane_stores, int lane, int wq, int gid, int tig) {
   constexpr int BMW = BM / TMA_NC, NQ = BMW * H, KS = D / 32, NACC = NQ / 2;
   constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
   constexpr uint32_t STAGE_BYTES = TMA_TILE * D;
@@ -170,7 +171,8 @@ __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end,
 #pragma unroll
       for (int j = 0; j < NQ / 8; ++j) {
         const int r = j / (H / 8);
-        if (j % 2 == 0) w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
+        if (j % 2 == 0)
+          w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
         const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
         part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
         odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
@@ -362,9 +364,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
       int stage = 0;
       uint32_t phase = 0;
       tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, TmaRowWindows{clo, chi, in_lo, in_hi}, out,
-                                        out_row_stride, m0, r0, r_lane, win_s, row_ok, clean,
-                                        kv_scale, w_s, q_desc, k_desc0, full0, empty0, stage, phase, v0, lane_stores,
-                                        lane, wq, gid, tig);
+                                        out_row_stride, m0, r0, r_lane, win_s, row_ok, clean, kv_scale, w_s, q_desc,
+                                        k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
     } else {
       auto put = [&](int r, int tok, bool hit, float v) {  // r: row of this consumer
         if (r0 + r < nrows && tok < hi) {

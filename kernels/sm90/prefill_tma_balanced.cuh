@@ -19,10 +19,10 @@
 // concatenated row blocks and walks its pieces (row block r, tile sub-range) in order:
 //   * producer lane: streams the K tiles of piece after piece into one ring; mbarrier stages and phases continue
 //     across pieces, so the next piece's first tiles are in flight while the current piece drains;
-//   * consumer warpgroup c (rows [c BM/4, (c+1) BM/4) of the row block, exactly "tmas"'s loop): per piece, a
-//     barrier of its own 128 threads (the previous piece's wgmmas and epilogue are done with its Q, weights and
-//     windows), then it stages its own Q rows (swizzled), weights and windows, fence.proxy.async, barrier, and runs
-//     the piece's tiles; the four consumers never wait for each other;
+//   * consumer warpgroup c (rows [c BM/4, (c+1) BM/4) of the row block): per piece, a barrier of its own 128
+//     threads (the previous piece's wgmmas and epilogue are done with its Q, weights and windows), then it stages
+//     its own Q rows (swizzled), weights and windows, fence.proxy.async, barrier, and runs the piece's tiles through
+//     "tmas"'s loop itself (tma_consumer_tiles, prefill_tma.cuh); the four consumers never wait for each other;
 //   * fill warps (1-3): the -inf fill (clean = 1) of [0, lo_r) and [hi_r, N) of rows m = b, b + G, ... (whole rows,
 //     spread over all G blocks; rows of an empty-span row block get the whole row). Inside a span the tile stores
 //     keep "tmas"'s rules (window value, -inf elsewhere under clean, nothing at clean = 0), each element written
@@ -117,7 +117,6 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
   static_assert(BM % NC == 0 && NQ == 128, "TMA design: BLOCK_M = 4 * 128 / H (wgmma N = 128 per consumer)");
   static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
                 "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
-  constexpr int KS = D / 32, NACC = NQ / 2;
   constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
   constexpr uint32_t STAGE_BYTES = TMA_TILE * D, Q_BYTES = NQ * D;
   constexpr bool V2 = VER >= 2, V3 = VER >= 3;
@@ -364,9 +363,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
         in_hi = min(in_hi, w.y);
       }
       tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, TmaRowWindows{clo, chi, in_lo, in_hi}, out,
-                                        out_row_stride, m0, r0, r_lane, win_c, row_ok, clean,
-                                        kv_scale, w_c, q_desc_c, k_desc0, full0, empty0, stage, phase, v0, lane_stores,
-                                        lane, wq, gid, tig);
+                                        out_row_stride, m0, r0, r_lane, win_c, row_ok, clean, kv_scale, w_c, q_desc_c,
+                                        k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
       if constexpr (V3) {
         have = walk.next(rb, tile_begin, tile_end);
         buf ^= 1;
