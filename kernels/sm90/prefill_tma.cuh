@@ -110,6 +110,99 @@ __host__ __device__ constexpr int tma_kept_weight_pairs() {
   return H == 32 ? 0 : 6;
 }
 
+// A consumer's window bounds over its BMW rows, for the v9 tile loop below.
+struct TmaRowWindows {
+  int clo, chi;      // union of the non-empty windows: a tile outside it needs no wgmma ("hit" is false)
+  int in_lo, in_hi;  // intersection, empty unless all BMW rows are valid: a tile inside it is "interior"
+};
+
+// The v9 ("LEAN" + WKEEP) consumer loop over tiles [tile_begin, tile_end) of the span [lo, hi): one copy for "tmas"
+// and its balanced schedules ("tmasb*": prefill_tma_balanced.cuh runs it once per piece), both measured on the H200.
+// Why the shape: the statements keep the order the two copies had, and the row / window indices are formed here,
+// where the copies formed them (precomputed by the caller they reordered tmas's prologue), so both kernels keep
+// their instruction streams (bench/sass_compare.py). The caller owns the ring: `stage` / `phase` continue across
+// calls. Rows: block row m0 + r0 + r of out is consumer row r; this lane stores row r_lane (valid: row_ok; window
+// win[r0 + r_lane], read on edge tiles only), results v0 .. v0 + VPL - 1 of the quad reduction when `lane_stores`,
+// at tokens lo + 64 t + 16 wq + gid (+ 8). w_s: the consumer's NQ weights in the LDS.128 layout (WRP of this lane's
+// float4s stay in registers for the whole call); q_desc / k_desc0: the base descriptors of its Q and of the ring.
+template <int H, int D, int BM, int WRP>
+__device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end, int lo, int hi,
+                                                   const TmaRowWindows& wb, float* __restrict__ out,
+                                                   i64 out_row_stride, int m0, int r0, int r_lane, const int2* win,
+                                                   bool row_ok, bool clean, const float* __restrict__ kv_scale,
+                                                   const float* w_s, uint64_t q_desc, uint64_t k_desc0,
+                                                   uint32_t full0, uint32_t empty0, int& stage, uint32_t& phase,
+                                                   int v0, bool lane_stores, int lane, int wq, int gid, int tig) {
+  constexpr int BMW = BM / TMA_NC, NQ = BMW * H, KS = D / 32, NACC = NQ / 2;
+  constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
+  constexpr uint32_t STAGE_BYTES = TMA_TILE * D;
+  const int clo = wb.clo, chi = wb.chi, in_lo = wb.in_lo, in_hi = wb.in_hi;
+  float4 wkeep[WRP > 0 ? WRP : 1];
+#pragma unroll
+  for (int i = 0; i < WRP; ++i) wkeep[i] = *reinterpret_cast<const float4*>(w_s + 16 * i + 4 * tig);
+
+  float acc[NACC];
+#pragma unroll
+  for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+  // out + this lane's row + its token tok0 of the current tile, advanced by one tile per step
+  float* out_tile = out + (i64)(m0 + r0 + r_lane) * out_row_stride + (lo + tile_begin * TMA_TILE + 16 * wq + gid);
+  for (int t = tile_begin; t < tile_end; ++t, out_tile += TMA_TILE) {
+    const int base = lo + t * TMA_TILE;
+    const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
+    float sc[VPL];
+#pragma unroll
+    for (int i2 = 0; i2 < VPL; ++i2) sc[i2] = __ldg(kv_scale + min(tok0 + 8 * ((v0 + i2) & 1), hi - 1));
+    const bool hit = base < chi && base + TMA_TILE > clo;
+    const bool interior = base >= in_lo && base + TMA_TILE <= in_hi;
+    mbar_wait(full0 + 8 * stage, phase);
+    if (hit) {
+      const uint64_t k_desc = k_desc0 + (uint32_t)stage * (STAGE_BYTES >> 4);
+      tile_wgmmas<NQ, KS>(acc, [&](int s) { return k_desc + 2 * s; },  // +32 bytes per k-step
+                          [&](int s) { return q_desc + 2 * s; });
+    }
+    release_stage(empty0, stage, phase, lane);
+    float res[VPL];
+    if (hit) {
+      // The same f32 order as the masked form: two FMA chains per (row, token), added at the end.
+      float part[V], odd[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
+      float4 w4;
+#pragma unroll
+      for (int j = 0; j < NQ / 8; ++j) {
+        const int r = j / (H / 8);
+        if (j % 2 == 0)
+          w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
+        const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
+        part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+        odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
+        part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+        odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
+      }
+#pragma unroll
+      for (int v = 0; v < V; ++v) part[v] += odd[v];
+      quad_sums<V>(part, res, tig);
+    }
+    if (interior) {
+#pragma unroll
+      for (int i2 = 0; i2 < VPL; ++i2)
+        if (lane_stores) out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
+    } else {
+#pragma unroll
+      for (int i2 = 0; i2 < VPL; ++i2) {
+        const int tok = tok0 + 8 * ((v0 + i2) & 1);
+        if (lane_stores && row_ok && tok < hi) {
+          const int2 w_lane = win[r0 + r_lane];
+          if (hit && tok >= w_lane.x && tok < w_lane.y)
+            out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
+          else if (clean)
+            out_tile[8 * ((v0 + i2) & 1)] = -__int_as_float(0x7f800000);
+        }
+      }
+    }
+  }
+}
+
 template <int H, int D, int BM, bool WREG, bool LEAN, bool WKEEP = false>
 __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                         const float* __restrict__ weights,
@@ -268,71 +361,11 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
       // WKEEP: the first WRP float4s of this lane's weights (2 WRP column groups) held in registers for the whole
       // loop, the rest read per tile; WRP as large as ptxas keeps without a spill at 112 registers.
       constexpr int WRP = WKEEP ? tma_kept_weight_pairs<H>() : 0;
-      float4 wkeep[WRP > 0 ? WRP : 1];
-#pragma unroll
-      for (int i = 0; i < WRP; ++i) wkeep[i] = *reinterpret_cast<const float4*>(w_s + 16 * i + 4 * tig);
-
-      float acc[NACC];
-#pragma unroll
-      for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
       int stage = 0;
       uint32_t phase = 0;
-      // out + this lane's row + its token tok0 of the current tile, advanced by one tile per step
-      float* out_tile = out + (i64)(m0 + r0 + r_lane) * out_row_stride + (lo + tile_begin * TMA_TILE + 16 * wq + gid);
-      for (int t = tile_begin; t < tile_end; ++t, out_tile += TMA_TILE) {
-        const int base = lo + t * TMA_TILE;
-        const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
-        float sc[VPL];
-#pragma unroll
-        for (int i2 = 0; i2 < VPL; ++i2) sc[i2] = __ldg(kv_scale + min(tok0 + 8 * ((v0 + i2) & 1), hi - 1));
-        const bool hit = base < chi && base + TMA_TILE > clo;
-        const bool interior = base >= in_lo && base + TMA_TILE <= in_hi;
-        mbar_wait(full0 + 8 * stage, phase);
-        if (hit) {
-          const uint64_t k_desc = k_desc0 + (uint32_t)stage * (STAGE_BYTES >> 4);
-          tile_wgmmas<NQ, KS>(acc, [&](int s) { return k_desc + 2 * s; },  // +32 bytes per k-step
-                              [&](int s) { return q_desc + 2 * s; });
-        }
-        release_stage(empty0, stage, phase, lane);
-        float res[VPL];
-        if (hit) {
-          // The same f32 order as the masked form: two FMA chains per (row, token), added at the end.
-          float part[V], odd[V];
-#pragma unroll
-          for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
-          float4 w4;
-#pragma unroll
-          for (int j = 0; j < NQ / 8; ++j) {
-            const int r = j / (H / 8);
-            if (j % 2 == 0) w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
-            const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
-            part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-            odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
-            part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-            odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
-          }
-#pragma unroll
-          for (int v = 0; v < V; ++v) part[v] += odd[v];
-          quad_sums<V>(part, res, tig);
-        }
-        if (interior) {
-#pragma unroll
-          for (int i2 = 0; i2 < VPL; ++i2)
-            if (lane_stores) out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
-        } else {
-#pragma unroll
-          for (int i2 = 0; i2 < VPL; ++i2) {
-            const int tok = tok0 + 8 * ((v0 + i2) & 1);
-            if (lane_stores && row_ok && tok < hi) {
-              const int2 w_lane = win_s[r0 + r_lane];
-              if (hit && tok >= w_lane.x && tok < w_lane.y)
-                out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
-              else if (clean)
-                out_tile[8 * ((v0 + i2) & 1)] = -__int_as_float(0x7f800000);
-            }
-          }
-        }
-      }
+      tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, TmaRowWindows{clo, chi, in_lo, in_hi}, out,
+                                        out_row_stride, m0, r0, r_lane, win_s, row_ok, clean, kv_scale, w_s, q_desc,
+                                        k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
     } else {
       auto put = [&](int r, int tok, bool hit, float v) {  // r: row of this consumer
         if (r0 + r < nrows && tok < hi) {

@@ -19,10 +19,10 @@
 // concatenated row blocks and walks its pieces (row block r, tile sub-range) in order:
 //   * producer lane: streams the K tiles of piece after piece into one ring; mbarrier stages and phases continue
 //     across pieces, so the next piece's first tiles are in flight while the current piece drains;
-//   * consumer warpgroup c (rows [c BM/4, (c+1) BM/4) of the row block, exactly "tmas"'s loop): per piece, a
-//     barrier of its own 128 threads (the previous piece's wgmmas and epilogue are done with its Q, weights and
-//     windows), then it stages its own Q rows (swizzled), weights and windows, fence.proxy.async, barrier, and runs
-//     the piece's tiles; the four consumers never wait for each other;
+//   * consumer warpgroup c (rows [c BM/4, (c+1) BM/4) of the row block): per piece, a barrier of its own 128
+//     threads (the previous piece's wgmmas and epilogue are done with its Q, weights and windows), then it stages
+//     its own Q rows (swizzled), weights and windows, fence.proxy.async, barrier, and runs the piece's tiles through
+//     "tmas"'s loop itself (tma_consumer_tiles, prefill_tma.cuh); the four consumers never wait for each other;
 //   * fill warps (1-3): the -inf fill (clean = 1) of [0, lo_r) and [hi_r, N) of rows m = b, b + G, ... (whole rows,
 //     spread over all G blocks; rows of an empty-span row block get the whole row). Inside a span the tile stores
 //     keep "tmas"'s rules (window value, -inf elsewhere under clean, nothing at clean = 0), each element written
@@ -117,7 +117,6 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
   static_assert(BM % NC == 0 && NQ == 128, "TMA design: BLOCK_M = 4 * 128 / H (wgmma N = 128 per consumer)");
   static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
                 "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
-  constexpr int KS = D / 32, NACC = NQ / 2;
   constexpr int V = 2 * BMW, VPL = V >= 4 ? V / 4 : 1;
   constexpr uint32_t STAGE_BYTES = TMA_TILE * D, Q_BYTES = NQ * D;
   constexpr bool V2 = VER >= 2, V3 = VER >= 3;
@@ -363,68 +362,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
         in_lo = max(in_lo, w.x);
         in_hi = min(in_hi, w.y);
       }
-      float4 wkeep[WRP > 0 ? WRP : 1];
-#pragma unroll
-      for (int i = 0; i < WRP; ++i) wkeep[i] = *reinterpret_cast<const float4*>(w_c + 16 * i + 4 * tig);
-
-      float acc[NACC];
-#pragma unroll
-      for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
-      float* out_tile = out + (i64)(m0 + r0 + r_lane) * out_row_stride + (lo + tile_begin * TMA_TILE + 16 * wq + gid);
-      for (int t = tile_begin; t < tile_end; ++t, out_tile += TMA_TILE) {
-        const int base = lo + t * TMA_TILE;
-        const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
-        float sc[VPL];
-#pragma unroll
-        for (int i2 = 0; i2 < VPL; ++i2) sc[i2] = __ldg(kv_scale + min(tok0 + 8 * ((v0 + i2) & 1), hi - 1));
-        const bool hit = base < chi && base + TMA_TILE > clo;
-        const bool interior = base >= in_lo && base + TMA_TILE <= in_hi;
-        mbar_wait(full0 + 8 * stage, phase);
-        if (hit) {
-          const uint64_t k_desc = k_desc0 + (uint32_t)stage * (STAGE_BYTES >> 4);
-          tile_wgmmas<NQ, KS>(acc, [&](int s) { return k_desc + 2 * s; },  // +32 bytes per k-step
-                              [&](int s) { return q_desc_c + 2 * s; });
-        }
-        release_stage(empty0, stage, phase, lane);
-        float res[VPL];
-        if (hit) {
-          float part[V], odd[V];
-#pragma unroll
-          for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
-          float4 w4;
-#pragma unroll
-          for (int j = 0; j < NQ / 8; ++j) {
-            const int r = j / (H / 8);
-            if (j % 2 == 0)
-              w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_c + 16 * (j / 2) + 4 * tig);
-            const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
-            part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-            odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
-            part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-            odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
-          }
-#pragma unroll
-          for (int v = 0; v < V; ++v) part[v] += odd[v];
-          quad_sums<V>(part, res, tig);
-        }
-        if (interior) {
-#pragma unroll
-          for (int i2 = 0; i2 < VPL; ++i2)
-            if (lane_stores) out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
-        } else {
-#pragma unroll
-          for (int i2 = 0; i2 < VPL; ++i2) {
-            const int tok = tok0 + 8 * ((v0 + i2) & 1);
-            if (lane_stores && row_ok && tok < hi) {
-              const int2 w_lane = win_c[r0 + r_lane];
-              if (hit && tok >= w_lane.x && tok < w_lane.y)
-                out_tile[8 * ((v0 + i2) & 1)] = res[i2] * sc[i2];
-              else if (clean)
-                out_tile[8 * ((v0 + i2) & 1)] = -__int_as_float(0x7f800000);
-            }
-          }
-        }
-      }
+      tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, TmaRowWindows{clo, chi, in_lo, in_hi}, out,
+                                        out_row_stride, m0, r0, r_lane, win_c, row_ok, clean, kv_scale, w_c, q_desc_c,
+                                        k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
       if constexpr (V3) {
         have = walk.next(rb, tile_begin, tile_end);
         buf ^= 1;
