@@ -213,6 +213,45 @@ __device__ __forceinline__ void pt_head_reduce(const float (&acc)[NR * H / 2], i
   }
 }
 
+// The ring's mbarriers, by one thread before the block's first __syncthreads.
+template <int S>
+__device__ __forceinline__ void pt_init_ring(uint32_t full0, uint32_t empty0) {
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
+    mbar_init(empty0 + 8 * s, 4);  // one arrive per consumer warp
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// DESIGN: producer warp. Table entries 32 tiles at a time (one coalesced load), lane 0 issues the copies.
+// Tiles [tile_begin, tile_end) of b's table row `table_row` go to ring tiles i0, i0 + 1, ... (slot i % S, reused
+// once the consumers have released its previous tile i - S).
+template <int D, int S>
+__device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_begin, int tile_end, int i0, int lane,
+                                                 const u8* kv_cache, const PagedCacheMap& kv_map, uint32_t ring0,
+                                                 uint32_t s0, uint32_t full0, uint32_t empty0) {
+  constexpr int BS = TILE;  // one cache block per tile
+  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
+  constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
+  for (int t0 = tile_begin; t0 < tile_end; t0 += WARP) {
+    const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
+    const int count = min(WARP, tile_end - t0);
+    for (int j = 0; j < count; ++j) {
+      const int block = __shfl_sync(0xffffffffu, mine, j);
+      const int i = i0 + t0 - tile_begin + j, stage = i % S;
+      if (lane == 0) {
+        if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+        mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
+        pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
+        bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
+                      full0 + 8 * stage);
+      }
+      __syncwarp();
+    }
+  }
+}
+
 // The consumers' side of the ring, shared by paged_tma_body and its persistent form. `i` counts the tiles through
 // the ring (slot i % S, phase i / S): from 0 per block in paged_tma_body, the block's running count in the persistent
 // form.
@@ -349,8 +388,8 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   constexpr int SMR = SPLIT ? PAGED_TMA_SETMAXNREG : 0;
   // One N > 64 wgmma as an N = 64 one and an N - 64 one (the 64-register entry count of the register split).
   constexpr bool HALVES = SPLIT && NC > 64;
-  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
-  constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
+
+  constexpr uint32_t K_STAGE = TILE * D;
 
   extern __shared__ u8 pt_raw[];
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(pt_raw);
@@ -394,14 +433,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_s);
     const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(s_s);
     const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars), empty0 = full0 + 8 * S;
-    if (tid == 0) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
-        mbar_init(empty0 + 8 * s, 4);  // one arrive per consumer warp
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
+    if (tid == 0) pt_init_ring<S>(full0, empty0);
     __syncthreads();
 
     if (SMR > 0 ? warp >= 4 : warp == 4) {
@@ -409,25 +441,9 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PT_PRODUCER_REGS) : "memory");
         if (warp > 4) pt_exit();
       }
-      // DESIGN: producer warp. Table entries 32 tiles at a time (one coalesced load), lane 0 issues the copies.
       if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
-      const int* table_row = block_table + (i64)b * max_blocks;
-      for (int t0 = tile_begin; t0 < tile_end; t0 += WARP) {
-        const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
-        const int count = min(WARP, tile_end - t0);
-        for (int j = 0; j < count; ++j) {
-          const int block = __shfl_sync(0xffffffffu, mine, j);
-          const int i = t0 - tile_begin + j, stage = i % S;
-          if (lane == 0) {
-            if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
-            mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
-            pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
-            bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
-                         full0 + 8 * stage);
-          }
-          __syncwarp();
-        }
-      }
+      pt_produce_tiles<D, S>(block_table + (i64)b * max_blocks, tile_begin, tile_end, 0, lane, kv_cache, kv_map, ring0,
+                             s0, full0, empty0);
       if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
       if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
@@ -513,8 +529,8 @@ __device__ __forceinline__ void paged_tma_persistent_body(
   constexpr int QROWS = CHUNKS * RPC;
   constexpr int NC = RPC * H, NACC = NC / 2;
   constexpr bool PIPE = PAGED_PIPELINE && CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N;
-  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
-  constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
+
+  constexpr uint32_t K_STAGE = TILE * D;
 
   extern __shared__ u8 pt_raw[];
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(pt_raw);
@@ -570,41 +586,20 @@ __device__ __forceinline__ void paged_tma_persistent_body(
   };
 
   if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      mbar_init(full0 + 8 * s, 1);
-      mbar_init(empty0 + 8 * s, 4);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    pt_init_ring<S>(full0, empty0);
     pt_args = UnitArgs{q, weights, context_lens, u_begin, u_end};
   }
   __syncthreads();
 
   if (warp == 4) {
-    // DESIGN: producer warp, as paged_tma_body's, over every unit of the block in turn: slot i of the ring is
-    // the block's (g + i)-th tile.
+    // DESIGN: pt_produce_tiles over every unit of the block in turn: ring tile i is the block's i-th tile (g counts
+    // the tiles of the units before).
     if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
     int g = 0;
     for (int u = u_begin; u < u_end; ++u) {
       const Unit x = unit(u, context_lens, u_begin);
-      const int* table_row = block_table + (i64)x.b * max_blocks;
-      const int tile_end = x.tile_begin + x.n_tiles;
-      for (int t0 = x.tile_begin; t0 < tile_end; t0 += WARP) {
-        const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
-        const int count = min(WARP, tile_end - t0);
-        for (int j = 0; j < count; ++j) {
-          const int block = __shfl_sync(0xffffffffu, mine, j);
-          const int i = g + t0 - x.tile_begin + j, stage = i % S;
-          if (lane == 0) {
-            if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
-            mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
-            pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
-            bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
-                          full0 + 8 * stage);
-          }
-          __syncwarp();
-        }
-      }
+      pt_produce_tiles<D, S>(block_table + (i64)x.b * max_blocks, x.tile_begin, x.tile_begin + x.n_tiles, g, lane,
+                             kv_cache, kv_map, ring0, s0, full0, empty0);
       g += x.n_tiles;
     }
     return;
