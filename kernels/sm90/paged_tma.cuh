@@ -213,6 +213,156 @@ __device__ __forceinline__ void pt_head_reduce(const float (&acc)[NR * H / 2], i
   }
 }
 
+// The ring's mbarriers, by one thread before the block's first __syncthreads.
+template <int S>
+__device__ __forceinline__ void pt_init_ring(uint32_t full0, uint32_t empty0) {
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
+    mbar_init(empty0 + 8 * s, 4);  // one arrive per consumer warp
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// DESIGN: producer warp. Table entries 32 tiles at a time (one coalesced load), lane 0 issues the copies.
+// Tiles [tile_begin, tile_end) of b's table row `table_row` go to ring tiles i0, i0 + 1, ... (slot i % S, reused
+// once the consumers have released its previous tile i - S).
+template <int D, int S>
+__device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_begin, int tile_end, int i0, int lane,
+                                                 const u8* kv_cache, const PagedCacheMap& kv_map, uint32_t ring0,
+                                                 uint32_t s0, uint32_t full0, uint32_t empty0) {
+  constexpr int BS = TILE;  // one cache block per tile
+  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
+  constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
+  for (int t0 = tile_begin; t0 < tile_end; t0 += WARP) {
+    const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
+    const int count = min(WARP, tile_end - t0);
+    for (int j = 0; j < count; ++j) {
+      const int block = __shfl_sync(0xffffffffu, mine, j);
+      const int i = i0 + t0 - tile_begin + j, stage = i % S;
+      if (lane == 0) {
+        if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+        mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
+        pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
+        bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
+                      full0 + 8 * stage);
+      }
+      __syncwarp();
+    }
+  }
+}
+
+// The consumers' side of the ring, shared by paged_tma_body and its persistent form. `i` counts the tiles through
+// the ring (slot i % S, phase i / S): from 0 per block in paged_tma_body, the block's running count in the persistent
+// form.
+template <int S>
+__device__ __forceinline__ void pt_wait_full(uint32_t full0, int i) {
+  pt_wait(full0 + 8 * (i % S), (i / S) & 1);
+}
+// A tile's scales of this lane's two accumulator rows; `tile` is its index in b's key range.
+template <int S>
+__device__ __forceinline__ TileOut pt_tile_scales(const float* s_s, int i, int tile, int warp, int gid) {
+  TileOut t;
+  t.tile = tile;
+  t.sc0 = s_s[(i % S) * TILE + 16 * warp + gid];
+  t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
+  return t;
+}
+// Slot i % S back to the producer: one arrive per consumer warp, once its lanes are done reading the slot.
+template <int S>
+__device__ __forceinline__ void pt_release(uint32_t empty0, int i, int lane) {
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
+}
+
+// acc = the keys of ring slot i % S x Q's row chunk `chunk` (RPC rows of H columns), committed as one wgmma group.
+template <int H, int D, int RPC, int S, bool HALVES>
+__device__ __forceinline__ void pt_issue(float (&acc)[RPC * H / 2], uint32_t ring0, uint32_t q0, int i, int chunk) {
+  constexpr int NC = RPC * H, KS = D / 32, NLO = 64, NHI = NC - NLO;
+  constexpr uint32_t K_STAGE = TILE * D;
+  fence_regs(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  if constexpr (HALVES) {
+    // DESIGN: two wgmmas into the accumulator's parts (columns [0, 64) are acc[0, 32) in the m64nN fragment
+    // order, 4 per 8-column group): no one instruction holds more than 32 accumulators. ptxas checks a wgmma
+    // against the kernel's entry register count (C7602 "Insufficient registers (64)" for the N = 128 one),
+    // not against the setmaxnreg budget of the region it sits in.
+    // The descriptors as one base each plus k-step offsets in the 16-byte address field (addresses below
+    // 2^18: the field cannot carry), so the eight wgmmas share two descriptor computations.
+    float(&lo)[NLO / 2] = *reinterpret_cast<float(*)[NLO / 2]>(&acc[0]);
+    float(&hi)[NHI / 2] = *reinterpret_cast<float(*)[NHI / 2]>(&acc[NLO / 2]);
+    const uint64_t da = swizzled_desc<D>(ring0 + (i % S) * K_STAGE);
+    const uint64_t db = swizzled_desc<D>(q0 + chunk * RPC * H * D);
+    constexpr uint32_t HI_COLS = NLO * D / 16;  // column NLO of Q, in 16-byte units
+#pragma unroll
+    for (int s = 0; s < KS; ++s) wgmma_ss_k32<NLO>(lo, pt_desc_add(da, 2 * s), pt_desc_add(db, 2 * s), s > 0);
+#pragma unroll
+    for (int s = 0; s < KS; ++s)
+      wgmma_ss_k32<NHI>(hi, pt_desc_add(da, 2 * s), pt_desc_add(db, HI_COLS + 2 * s), s > 0);
+  } else {
+#pragma unroll
+    for (int s = 0; s < KS; ++s)
+      wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
+                      swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+// The consumer loop over ring tiles [begin, end) (end > begin), CHUNKS row chunks per tile: wait_full(i),
+// issue(acc, i, chunk), scales(i) -> TileOut, release(i), reduce(acc, chunk, t). acc1 is used only where PIPE.
+template <bool PIPE, int CHUNKS, int NACC, int NACC1, typename WaitFull, typename Issue, typename Scales,
+          typename Release, typename Reduce>
+__device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&acc1)[NACC1], int begin, int end,
+                                                 WaitFull&& wait_full, Issue&& issue, Scales&& scales,
+                                                 Release&& release, Reduce&& reduce) {
+  if constexpr (PIPE) {
+    // DESIGN: unit u + 1's wgmma runs while unit u's head reduce does (two accumulator sets); a unit is one
+    // (tile, row chunk), u = tile * CHUNKS + chunk. A tile's slot is released after its last chunk's wgmma.
+    const int u_end = end * CHUNKS;
+    auto start = [&](float (&acc)[NACC], int u) {
+      if (u % CHUNKS == 0) wait_full(u / CHUNKS);
+      issue(acc, u / CHUNKS, u % CHUNKS);
+    };
+    auto finish = [&](float (&acc)[NACC], int u) {
+      const TileOut t = scales(u / CHUNKS);
+      if (u % CHUNKS == CHUNKS - 1) release(u / CHUNKS);
+      reduce(acc, u % CHUNKS, t);
+    };
+    start(acc0, begin * CHUNKS);
+    for (int u = begin * CHUNKS;; u += 2) {
+      if (u + 1 >= u_end) {
+        wgmma_wait<0>();
+        finish(acc0, u);
+        break;
+      }
+      start(acc1, u + 1);
+      wgmma_wait<1>();
+      finish(acc0, u);
+      if (u + 2 >= u_end) {
+        wgmma_wait<0>();
+        finish(acc1, u + 1);
+        break;
+      }
+      start(acc0, u + 2);
+      wgmma_wait<1>();
+      finish(acc1, u + 1);
+    }
+  } else {
+    // wgmma -> wait -> reduce per (tile, chunk): one accumulator set, all of a tile's chunks on one wait_full.
+    for (int i = begin; i < end; ++i) {
+      wait_full(i);
+      const TileOut t = scales(i);
+#pragma unroll
+      for (int chunk = 0; chunk < CHUNKS; ++chunk) {
+        issue(acc0, i, chunk);
+        wgmma_wait<0>();
+        if (chunk == CHUNKS - 1) release(i);
+        reduce(acc0, chunk, t);
+      }
+    }
+  }
+}
+
 template <int H, int D, int NN>
 __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u8* __restrict__ kv_cache,
                                                const float* __restrict__ weights, const int* __restrict__ context_lens,
@@ -230,7 +380,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
                                : (NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H);
   constexpr int CHUNKS = (NN + RPC - 1) / RPC;
   constexpr int QROWS = CHUNKS * RPC;
-  constexpr int NC = RPC * H, NACC = NC / 2, KS = D / 32;
+  constexpr int NC = RPC * H, NACC = NC / 2;
   constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N));
   constexpr bool SPLIT = pt_register_split(H, NN);
   constexpr bool WLAYOUT = PAGED_TMA_WLAYOUT || SPLIT;
@@ -238,10 +388,8 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   constexpr int SMR = SPLIT ? PAGED_TMA_SETMAXNREG : 0;
   // One N > 64 wgmma as an N = 64 one and an N - 64 one (the 64-register entry count of the register split).
   constexpr bool HALVES = SPLIT && NC > 64;
-  constexpr int NLO = 64, NHI = NC - NLO;
-  constexpr int UNITS = CHUNKS;  // pipelined units (tile, chunk) per tile
-  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
-  constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
+
+  constexpr uint32_t K_STAGE = TILE * D;
 
   extern __shared__ u8 pt_raw[];
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(pt_raw);
@@ -285,14 +433,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_s);
     const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(s_s);
     const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars), empty0 = full0 + 8 * S;
-    if (tid == 0) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
-        mbar_init(empty0 + 8 * s, 4);  // one arrive per consumer warp
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
+    if (tid == 0) pt_init_ring<S>(full0, empty0);
     __syncthreads();
 
     if (SMR > 0 ? warp >= 4 : warp == 4) {
@@ -300,25 +441,9 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PT_PRODUCER_REGS) : "memory");
         if (warp > 4) pt_exit();
       }
-      // DESIGN: producer warp. Table entries 32 tiles at a time (one coalesced load), lane 0 issues the copies.
       if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
-      const int* table_row = block_table + (i64)b * max_blocks;
-      for (int t0 = tile_begin; t0 < tile_end; t0 += WARP) {
-        const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
-        const int count = min(WARP, tile_end - t0);
-        for (int j = 0; j < count; ++j) {
-          const int block = __shfl_sync(0xffffffffu, mine, j);
-          const int i = t0 - tile_begin + j, stage = i % S;
-          if (lane == 0) {
-            if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
-            mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
-            pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
-            bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
-                         full0 + 8 * stage);
-          }
-          __syncwarp();
-        }
-      }
+      pt_produce_tiles<D, S>(block_table + (i64)b * max_blocks, tile_begin, tile_end, 0, lane, kv_cache, kv_map, ring0,
+                             s0, full0, empty0);
       if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
       if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
@@ -336,45 +461,11 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's generic stores are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
 
-      auto wait_full = [&](int i) { pt_wait(full0 + 8 * (i % S), (i / S) & 1); };
-      auto scales = [&](int i) {
-        TileOut t;
-        t.tile = tile_begin + i;
-        t.sc0 = s_s[(i % S) * TILE + 16 * warp + gid];
-        t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
-        return t;
-      };
-      auto release = [&](int i) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
-      };
+      auto wait_full = [&](int i) { pt_wait_full<S>(full0, i); };
+      auto scales = [&](int i) { return pt_tile_scales<S>(s_s, i, tile_begin + i, warp, gid); };
+      auto release = [&](int i) { pt_release<S>(empty0, i, lane); };
       auto issue = [&](float (&acc)[NACC], int i, int chunk) {
-        fence_regs(acc);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        if constexpr (HALVES) {
-          // DESIGN: two wgmmas into the accumulator's parts (columns [0, 64) are acc[0, 32) in the m64nN fragment
-          // order, 4 per 8-column group): no one instruction holds more than 32 accumulators. ptxas checks a wgmma
-          // against the kernel's entry register count (C7602 "Insufficient registers (64)" for the N = 128 one),
-          // not against the setmaxnreg budget of the region it sits in.
-          // The descriptors as one base each plus k-step offsets in the 16-byte address field (addresses below
-          // 2^18: the field cannot carry), so the eight wgmmas share two descriptor computations.
-          float(&lo)[NLO / 2] = *reinterpret_cast<float(*)[NLO / 2]>(&acc[0]);
-          float(&hi)[NHI / 2] = *reinterpret_cast<float(*)[NHI / 2]>(&acc[NLO / 2]);
-          const uint64_t da = swizzled_desc<D>(ring0 + (i % S) * K_STAGE);
-          const uint64_t db = swizzled_desc<D>(q0 + chunk * RPC * H * D);
-          constexpr uint32_t HI_COLS = NLO * D / 16;  // column NLO of Q, in 16-byte units
-#pragma unroll
-          for (int s = 0; s < KS; ++s) wgmma_ss_k32<NLO>(lo, pt_desc_add(da, 2 * s), pt_desc_add(db, 2 * s), s > 0);
-#pragma unroll
-          for (int s = 0; s < KS; ++s)
-            wgmma_ss_k32<NHI>(hi, pt_desc_add(da, 2 * s), pt_desc_add(db, HI_COLS + 2 * s), s > 0);
-        } else {
-#pragma unroll
-          for (int s = 0; s < KS; ++s)
-            wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
-                            swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        pt_issue<H, D, RPC, S, HALVES>(acc, ring0, q0, i, chunk);
       };
       // PAGED_TMA_WREGS: this lane's weights of every row, read once (rows x H / 4 floats).
       float4 w_reg[WREGS ? RPC : 1][WREGS ? H / 16 : 1];
@@ -402,57 +493,12 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         }
       };
 
-      if constexpr (PIPE) {
-        // DESIGN: unit u + 1's wgmma runs while unit u's head reduce does (two accumulator sets); a unit is one
-        // (tile, row chunk), u = tile * UNITS + chunk. A tile's slot is released after its last chunk's wgmma.
-        float acc0[NACC], acc1[NACC];
+      float acc0[NACC], acc1[PIPE ? NACC : 1];
 #pragma unroll
-        for (int k = 0; k < NACC; ++k) acc0[k] = acc1[k] = 0.0f;
-        const int n_units = n_tiles * UNITS;
-        auto start = [&](float (&acc)[NACC], int u) {
-          if (u % UNITS == 0) wait_full(u / UNITS);
-          issue(acc, u / UNITS, u % UNITS);
-        };
-        auto finish = [&](float (&acc)[NACC], int u) {
-          const TileOut t = scales(u / UNITS);
-          if (u % UNITS == UNITS - 1) release(u / UNITS);
-          reduce(acc, u % UNITS, t);
-        };
-        start(acc0, 0);
-        for (int u = 0;; u += 2) {
-          if (u + 1 >= n_units) {
-            wgmma_wait<0>();
-            finish(acc0, u);
-            break;
-          }
-          start(acc1, u + 1);
-          wgmma_wait<1>();
-          finish(acc0, u);
-          if (u + 2 >= n_units) {
-            wgmma_wait<0>();
-            finish(acc1, u + 1);
-            break;
-          }
-          start(acc0, u + 2);
-          wgmma_wait<1>();
-          finish(acc1, u + 1);
-        }
-      } else {
-        float acc[NACC];
+      for (int k = 0; k < NACC; ++k) acc0[k] = 0.0f;
 #pragma unroll
-        for (int k = 0; k < NACC; ++k) acc[k] = 0.0f;
-        for (int i = 0; i < n_tiles; ++i) {
-          wait_full(i);
-          const TileOut t = scales(i);
-#pragma unroll
-          for (int chunk = 0; chunk < CHUNKS; ++chunk) {
-            issue(acc, i, chunk);
-            wgmma_wait<0>();
-            if (chunk == CHUNKS - 1) release(i);
-            reduce(acc, chunk, t);
-          }
-        }
-      }
+      for (int k = 0; k < (PIPE ? NACC : 1); ++k) acc1[k] = 0.0f;
+      pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, 0, n_tiles, wait_full, issue, scales, release, reduce);
       if constexpr (SMR > 0) {  // every setmaxnreg region ends in a return (no join of register budgets)
         fill_tail();
         pt_exit();
@@ -481,10 +527,10 @@ __device__ __forceinline__ void paged_tma_persistent_body(
   constexpr int RPC = NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H;
   constexpr int CHUNKS = (NN + RPC - 1) / RPC;
   constexpr int QROWS = CHUNKS * RPC;
-  constexpr int NC = RPC * H, NACC = NC / 2, KS = D / 32;
+  constexpr int NC = RPC * H, NACC = NC / 2;
   constexpr bool PIPE = PAGED_PIPELINE && CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N;
-  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
-  constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
+
+  constexpr uint32_t K_STAGE = TILE * D;
 
   extern __shared__ u8 pt_raw[];
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(pt_raw);
@@ -540,61 +586,29 @@ __device__ __forceinline__ void paged_tma_persistent_body(
   };
 
   if (tid == 0) {
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      mbar_init(full0 + 8 * s, 1);
-      mbar_init(empty0 + 8 * s, 4);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    pt_init_ring<S>(full0, empty0);
     pt_args = UnitArgs{q, weights, context_lens, u_begin, u_end};
   }
   __syncthreads();
 
   if (warp == 4) {
-    // DESIGN: producer warp, as paged_tma_body's, over every unit of the block in turn: slot i of the ring is
-    // the block's (g + i)-th tile.
+    // DESIGN: pt_produce_tiles over every unit of the block in turn: ring tile i is the block's i-th tile (g counts
+    // the tiles of the units before).
     if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
     int g = 0;
     for (int u = u_begin; u < u_end; ++u) {
       const Unit x = unit(u, context_lens, u_begin);
-      const int* table_row = block_table + (i64)x.b * max_blocks;
-      const int tile_end = x.tile_begin + x.n_tiles;
-      for (int t0 = x.tile_begin; t0 < tile_end; t0 += WARP) {
-        const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
-        const int count = min(WARP, tile_end - t0);
-        for (int j = 0; j < count; ++j) {
-          const int block = __shfl_sync(0xffffffffu, mine, j);
-          const int i = g + t0 - x.tile_begin + j, stage = i % S;
-          if (lane == 0) {
-            if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
-            mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
-            pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
-            bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
-                          full0 + 8 * stage);
-          }
-          __syncwarp();
-        }
-      }
+      pt_produce_tiles<D, S>(block_table + (i64)x.b * max_blocks, x.tile_begin, x.tile_begin + x.n_tiles, g, lane,
+                             kv_cache, kv_map, ring0, s0, full0, empty0);
       g += x.n_tiles;
     }
     return;
   }
   if (warp > 4) return;
 
-  auto wait_full = [&](int i) { pt_wait(full0 + 8 * (i % S), (i / S) & 1); };
-  auto release = [&](int i) {
-    __syncwarp();
-    if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
-  };
-  auto issue = [&](float (&acc)[NACC], int i, int chunk) {
-    fence_regs(acc);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int s = 0; s < KS; ++s)
-      wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
-                      swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  };
+  auto wait_full = [&](int r) { pt_wait_full<S>(full0, r); };
+  auto release = [&](int r) { pt_release<S>(empty0, r, lane); };
+  auto issue = [&](float (&acc)[NACC], int r, int chunk) { pt_issue<H, D, RPC, S, false>(acc, ring0, q0, r, chunk); };
 
   float acc0[NACC], acc1[PIPE ? NACC : 1];
 #pragma unroll
@@ -654,60 +668,13 @@ __device__ __forceinline__ void paged_tma_persistent_body(
       }
       // r: the block's running tile count (the ring slot r % S, its phase r / S); tile = r + tile_off
       const int tile_off = x.tile_begin - g, r_end = g + x.n_tiles;
-      auto scales = [&](int r) {
-        TileOut t;
-        t.tile = r + tile_off;
-        t.sc0 = s_s[(r % S) * TILE + 16 * warp + gid];
-        t.sc1 = s_s[(r % S) * TILE + 16 * warp + gid + 8];
-        return t;
-      };
+      auto scales = [&](int r) { return pt_tile_scales<S>(s_s, r, r + tile_off, warp, gid); };
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
         fence_regs(acc);
         head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, x.len, x.len_max, warp,
                                       gid, tig, clean);
       };
-      if constexpr (PIPE) {
-        auto start = [&](float (&acc)[NACC], int r) {
-          wait_full(r);
-          issue(acc, r, 0);
-        };
-        auto finish = [&](float (&acc)[NACC], int r) {
-          const TileOut t = scales(r);
-          release(r);
-          reduce(acc, 0, t);
-        };
-        start(acc0, g);
-        for (int r = g;; r += 2) {
-          if (r + 1 >= r_end) {
-            wgmma_wait<0>();
-            finish(acc0, r);
-            break;
-          }
-          start(acc1, r + 1);
-          wgmma_wait<1>();
-          finish(acc0, r);
-          if (r + 2 >= r_end) {
-            wgmma_wait<0>();
-            finish(acc1, r + 1);
-            break;
-          }
-          start(acc0, r + 2);
-          wgmma_wait<1>();
-          finish(acc1, r + 1);
-        }
-      } else {
-        for (int r = g; r < r_end; ++r) {
-          wait_full(r);
-          const TileOut t = scales(r);
-#pragma unroll
-          for (int chunk = 0; chunk < CHUNKS; ++chunk) {
-            issue(acc0, r, chunk);
-            wgmma_wait<0>();
-            if (chunk == CHUNKS - 1) release(r);
-            reduce(acc0, chunk, t);
-          }
-        }
-      }
+      pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, g, r_end, wait_full, issue, scales, release, reduce);
       g = r_end;
     }
   }
