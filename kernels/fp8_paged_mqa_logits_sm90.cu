@@ -227,6 +227,20 @@ __device__ __forceinline__ int row_lengths(int (&len)[MAX_NEXT_N], const int* __
   return len_max;
 }
 
+// DESIGN: fused -inf fill of [len_max, max_context_len) in the NN rows of sequence b from row0, spread over every
+// (split, warp) of b: `worker` of `workers` (split * num_warps + warp of split_n * num_warps). Every design's body
+// calls it (here, and kernels/sm90/paged_tma.cuh's one-unit and persistent forms).
+template <int NN>
+__device__ __forceinline__ void fill_row_tails(float* __restrict__ out, i64 row0, i64 out_row_stride, int len_max,
+                                               int max_context_len, int worker, int workers, int lane) {
+  const int fill = max_context_len - len_max;
+#pragma unroll
+  for (int j = 0; j < NN; ++j) {
+    float* dst_row = out + (row0 + j) * out_row_stride + len_max;
+    for (int c = worker * WARP + lane; c < fill; c += workers * WARP) dst_row[c] = -__int_as_float(0x7f800000);
+  }
+}
+
 template <int H, int D, int BS, int PREC, int NN>
 __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* __restrict__ kv_cache,
                                            const float* __restrict__ weights, const int* __restrict__ context_lens,
@@ -443,17 +457,8 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
     cp_async_wait<0>();
   }
 
-  // DESIGN: fused -inf fill of [len_max, max_context_len), spread over every (split, warp) of b.
-  if (clean) {
-    const int worker = split * num_warps + warp;
-    const int workers = split_n * num_warps;
-    const int fill = max_context_len - len_max;
-#pragma unroll
-    for (int j = 0; j < NN; ++j) {
-      float* dst_row = out + (row0 + j) * out_row_stride + len_max;
-      for (int c = worker * WARP + lane; c < fill; c += workers * WARP) dst_row[c] = -__int_as_float(0x7f800000);
-    }
-  }
+  if (clean) fill_row_tails<NN>(out, row0, out_row_stride, len_max, max_context_len, split * num_warps + warp,
+                                split_n * num_warps, lane);
 }
 
 // One kernel per next_n (symbol suffix _n1.._n4): the wgmma's N is next_n x H, and each gets its own register

@@ -414,18 +414,11 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
   const int n_tiles = tile_end - tile_begin;
   const i64 row0 = (i64)b * NN;
-  // DESIGN: fused -inf fill of [len_max, max_context_len), spread over every (split, consumer warp) of b.
+  // the fused -inf fill (fill_row_tails), by the consumer warps
   auto fill_tail = [&]() {
-    if (clean && warp < 4) {
-      const int worker = split * num_warps + warp;
-      const int workers = split_n * num_warps;
-      const int fill = max_context_len - len_max;
-#pragma unroll
-      for (int j = 0; j < NN; ++j) {
-        float* dst_row = out + (row0 + j) * out_row_stride + len_max;
-        for (int c = worker * WARP + lane; c < fill; c += workers * WARP) dst_row[c] = -__int_as_float(0x7f800000);
-      }
-    }
+    if (clean && warp < 4)
+      fill_row_tails<NN>(out, row0, out_row_stride, len_max, max_context_len, split * num_warps + warp,
+                         split_n * num_warps, lane);
   };
 
   if (n_tiles > 0) {  // block-uniform
@@ -624,16 +617,9 @@ __device__ __forceinline__ void paged_tma_persistent_body(
     const i64 row0 = (i64)x.b * NN;
     // DESIGN: the unit's share of b's -inf fill [len_max, max_context_len), as paged_tma_body's; before the tiles
     // (disjoint columns), so the split and the fill's bounds are not held across the tile loop.
-    if (clean) {
-      const int worker = x.split * num_warps + warp;
-      const int workers = split_n * num_warps;
-      const int fill = max_context_len - x.len_max;
-#pragma unroll
-      for (int j = 0; j < NN; ++j) {
-        float* dst_row = out + (row0 + j) * out_row_stride + x.len_max;
-        for (int c = worker * WARP + lane; c < fill; c += workers * WARP) dst_row[c] = -__int_as_float(0x7f800000);
-      }
-    }
+    if (clean)
+      fill_row_tails<NN>(out, row0, out_row_stride, x.len_max, max_context_len, x.split * num_warps + warp,
+                         split_n * num_warps, lane);
     if (x.n_tiles > 0) {  // block-uniform
       if (x.fresh) {
         // DESIGN: a new b: every consumer warp is past its last wgmma_wait<0> and head reduce of the old Q and
