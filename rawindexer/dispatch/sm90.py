@@ -149,6 +149,7 @@ class Sm90Family(KernelFamily):
             raise ValueError(f"design: expected one of {sorted([AUTO, *TILE_TOKENS])}, got {design!r}")
         self.design = design
         self._members = {name: Sm90Family(build_dir, design=name) for name in AUTO_DESIGNS} if design == AUTO else {}
+        self._balanced_fallback: Sm90Family | None = None  # a balanced design's "tmas" family, made on first need
 
     def _auto_member(self, problem: Problem, tunables: Tunables) -> "Sm90Family":
         """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry (its balanced
@@ -318,8 +319,9 @@ class Sm90Family(KernelFamily):
         q_prefetch = bool(registry.SM90_DESIGNS[self.design].params.get("q_prefetch"))
         cap = BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS if q_prefetch else BALANCED_MAX_ROW_BLOCKS
         if t.split_n or row_blocks > cap:
-            fallback = Sm90Family(self.build_dir, design=BALANCED_FALLBACK)
-            return fallback.plan(p, t, pointers, cus)
+            if self._balanced_fallback is None:
+                self._balanced_fallback = Sm90Family(self.build_dir, design=BALANCED_FALLBACK)
+            return self._balanced_fallback.plan(p, t, pointers, cus)
         nq = block_m // consumers * p.heads
         # q_prefetch: a second copy of the Q rows, weights and windows (the kernel's NBUF = 2)
         second = consumers * nq * (p.head_dim + 4) + block_m * 8 if q_prefetch else 0
