@@ -93,6 +93,15 @@
 #ifndef PAGED_TMA_PERSISTENT
 #define PAGED_TMA_PERSISTENT 0
 #endif
+// PAGED_TMA_GLOBAL_SCALES 1 (session 6, candidate): the key scales leave the ring. The producer no longer bulk-copies
+// a block's 256 scale bytes into shared memory; it prefetches them into L2 (cp.async.bulk.prefetch.L2) when it issues
+// the block's keys, and each consumer lane reads its two scales with ordinary global loads, issued after the tile's
+// wgmma and used at the end of its head reduce. Why: the ring's only generic-proxy reads were those scales, and
+// compute-sanitizer racecheck reports the next bulk copy into a slot against them once a block's ring wraps
+// (docs/PAGED.md, decode7 and session 5); with this, the ring is written by TMA and read by wgmma only.
+#ifndef PAGED_TMA_GLOBAL_SCALES
+#define PAGED_TMA_GLOBAL_SCALES 0
+#endif
 
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
@@ -232,7 +241,7 @@ __device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_
                                                  const u8* kv_cache, const PagedCacheMap& kv_map, uint32_t ring0,
                                                  uint32_t s0, uint32_t full0, uint32_t empty0) {
   constexpr int BS = TILE;  // one cache block per tile
-  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
+  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + (PAGED_TMA_GLOBAL_SCALES ? 0 : TILE * 4);
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
   for (int t0 = tile_begin; t0 < tile_end; t0 += WARP) {
     const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
@@ -244,8 +253,14 @@ __device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_
         if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
         mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
         pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
-        bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
-                      full0 + 8 * stage);
+        if constexpr (PAGED_TMA_GLOBAL_SCALES)
+          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(kv_cache + (i64)block * BLOCK_BYTES +
+                                                                          (i64)BS * D),
+                       "n"(TILE * 4)
+                       : "memory");
+        else
+          bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
+                        full0 + 8 * stage);
       }
       __syncwarp();
     }
@@ -266,6 +281,20 @@ __device__ __forceinline__ TileOut pt_tile_scales(const float* s_s, int i, int t
   t.tile = tile;
   t.sc0 = s_s[(i % S) * TILE + 16 * warp + gid];
   t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
+  return t;
+}
+// PAGED_TMA_GLOBAL_SCALES: the same two scales read from the cache block itself (`table_row` = b's block-table row,
+// `tile` the tile's index in b's key range; the producer has read the same table line and prefetched the scales to L2).
+template <int D>
+__device__ __forceinline__ TileOut pt_tile_scales_global(const u8* __restrict__ kv_cache,
+                                                        const int* __restrict__ table_row, int tile, int warp,
+                                                        int gid) {
+  const int block = __ldg(table_row + tile);
+  const float* sc = reinterpret_cast<const float*>(kv_cache + (i64)block * (TILE * (D + 4)) + (i64)TILE * D);
+  TileOut t;
+  t.tile = tile;
+  t.sc0 = __ldg(sc + 16 * warp + gid);
+  t.sc1 = __ldg(sc + 16 * warp + gid + 8);
   return t;
 }
 // Slot i % S back to the producer: one arrive per consumer warp, once its lanes are done reading the slot.
@@ -346,6 +375,20 @@ __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&ac
       start(acc0, u + 2);
       wgmma_wait<1>();
       finish(acc1, u + 1);
+    }
+  } else if constexpr (PAGED_TMA_GLOBAL_SCALES) {
+    // As below, with the scales read after the tile's first wgmma is issued: their loads run under it.
+    for (int i = begin; i < end; ++i) {
+      wait_full(i);
+      TileOut t;
+#pragma unroll
+      for (int chunk = 0; chunk < CHUNKS; ++chunk) {
+        issue(acc0, i, chunk);
+        if (chunk == 0) t = scales(i);
+        wgmma_wait<0>();
+        if (chunk == CHUNKS - 1) release(i);
+        reduce(acc0, chunk, t);
+      }
     }
   } else {
     // wgmma -> wait -> reduce per (tile, chunk): one accumulator set, all of a tile's chunks on one wait_full.
@@ -455,7 +498,13 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
 
       auto wait_full = [&](int i) { pt_wait_full<S>(full0, i); };
-      auto scales = [&](int i) { return pt_tile_scales<S>(s_s, i, tile_begin + i, warp, gid); };
+      const int* const table_row = block_table + (i64)b * max_blocks;
+      auto scales = [&](int i) {
+        if constexpr (PAGED_TMA_GLOBAL_SCALES)
+          return pt_tile_scales_global<D>(kv_cache, table_row, tile_begin + i, warp, gid);
+        else
+          return pt_tile_scales<S>(s_s, i, tile_begin + i, warp, gid);
+      };
       auto release = [&](int i) { pt_release<S>(empty0, i, lane); };
       auto issue = [&](float (&acc)[NACC], int i, int chunk) {
         pt_issue<H, D, RPC, S, HALVES>(acc, ring0, q0, i, chunk);
@@ -654,7 +703,12 @@ __device__ __forceinline__ void paged_tma_persistent_body(
       }
       // r: the block's running tile count (the ring slot r % S, its phase r / S); tile = r + tile_off
       const int tile_off = x.tile_begin - g, r_end = g + x.n_tiles;
-      auto scales = [&](int r) { return pt_tile_scales<S>(s_s, r, r + tile_off, warp, gid); };
+      auto scales = [&](int r) {
+        if constexpr (PAGED_TMA_GLOBAL_SCALES)
+          return pt_tile_scales_global<D>(kv_cache, block_table + (i64)x.b * max_blocks, r + tile_off, warp, gid);
+        else
+          return pt_tile_scales<S>(s_s, r, r + tile_off, warp, gid);
+      };
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
         fence_regs(acc);
         head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, x.len, x.len_max, warp,
