@@ -28,6 +28,10 @@
 //     keep "tmas"'s rules (window value, -inf elsewhere under clean, nothing at clean = 0), each element written
 //     once: the pieces of a row block are disjoint tile ranges.
 // Shared memory: "tmas"'s layout, then the row blocks' spans (R int2) and the prefix (R + 1 int).
+// "tmasb3" / "tmasb4" (v11, experiments): a second Q / weights / windows buffer per consumer, the next piece's staged
+// by cp.async while the current piece runs (see VER 3 below); measured: no gain at clean = 0 (the per-piece cost is
+// not the Q staging), 5-14% on clean = 1 short-span multi_req, -4% at H = 64 long rows from tmasb3's longer tile loop,
+// which tmasb4 (the loop compiled per buffer) removes statically (unmeasured).
 // ===================================================================================================
 #pragma once
 #include "prefill_tma.cuh"
