@@ -214,6 +214,9 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
     _sm90("tmasb3", "tmasb2 with a second Q / weights / windows buffer per consumer, the next piece's filled by "
           "cp.async while the current piece's tiles run (v11)", consumers=4, k_tensor_map=True, balanced=True,
           q_prefetch=True, experiment=True, logit_eps=2e-3),
+    _sm90("tmasb4", "tmasb3 with its tile loop compiled once per Q buffer (the buffer a compile-time constant: "
+          "tmasb2's loop length at H = 64, where tmasb3's buffer-dependent descriptors cost 4%) (v11, unmeasured)",
+          consumers=4, k_tensor_map=True, balanced=True, q_prefetch=True, experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared

@@ -28,6 +28,10 @@
 //     keep "tmas"'s rules (window value, -inf elsewhere under clean, nothing at clean = 0), each element written
 //     once: the pieces of a row block are disjoint tile ranges.
 // Shared memory: "tmas"'s layout, then the row blocks' spans (R int2) and the prefix (R + 1 int).
+// "tmasb3" / "tmasb4" (v11, experiments): a second Q / weights / windows buffer per consumer, the next piece's staged
+// by cp.async while the current piece runs (see VER 3 below); measured: no gain at clean = 0 (the per-piece cost is
+// not the Q staging), 5-14% on clean = 1 short-span multi_req, -4% at H = 64 long rows from tmasb3's longer tile loop,
+// which tmasb4 (the loop compiled per buffer) removes statically (unmeasured).
 // ===================================================================================================
 #pragma once
 #include "prefill_tma.cuh"
@@ -42,6 +46,12 @@ __host__ __device__ constexpr int tmab_piece_cost() {
 constexpr int TMAB_MAX_ROW_BLOCKS = 4096;   // mirrored in rawindexer/dispatch/sm90.py (48 KB of spans + prefix)
 // "tmasb3": a second Q / weights / windows buffer per consumer (+66 KB at D = 128) leaves room for 2048 row blocks
 constexpr int TMAB3_MAX_ROW_BLOCKS = 2048;  // mirrored in rawindexer/dispatch/sm90.py
+
+// A compile-time buffer index ("tmasb4"'s per-buffer copies of the piece body).
+template <int B>
+struct TmabBuf {
+  static constexpr int value = B;
+};
 
 // 4-byte cp.async (.ca: .cg takes 16 bytes only); src_bytes = 0 writes zeros.
 __device__ __forceinline__ void cp_async4_zfill(uint32_t dst, const void* src, uint32_t src_bytes) {
@@ -342,6 +352,38 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the Q stores, visible to wgmma
       named_bar_sync(TMAB_BAR0 + wg, 128);
       }
+      if constexpr (VER >= 4) {
+        // "tmasb4": the piece body below, compiled once per buffer (BI a compile-time constant), so the Q
+        // descriptor and the weight / window pointers are loop invariants the compiler folds as in "tmasb2";
+        // "tmasb3"'s runtime index costs 12 SASS in the H = 64 tile loop (v11). A copy, not a lambda shared with
+        // the other versions: routing "tmasb2" through it reorders its (shipped, measured) SASS.
+        auto run_piece = [&](auto bsel) {
+          constexpr int BI = decltype(bsel)::value;
+          const int2* const win_c = win_s + BI * BM;
+          const float* const w_c = w_all + (BI * NC + wg) * NQ;
+          const uint64_t q_desc_c = swizzled_desc<D>(q_base + (uint32_t)(BI * NC * Q_BYTES));
+          const bool row_ok = r0 + r_lane < nrows;
+          int clo = N, chi = 0, in_lo = 0, in_hi = r0 + BMW <= nrows ? N : 0;
+#pragma unroll
+          for (int r = 0; r < BMW; ++r) {
+            int2 w = win_c[r0 + r];
+            w.x = max(min(w.x, N), 0);  // the raw windows: clip as the V1/V2 staging does
+            w.y = max(min(w.y, N), w.x);
+            if (w.y > w.x) {
+              clo = min(clo, w.x);
+              chi = max(chi, w.y);
+            }
+            in_lo = max(in_lo, w.x);
+            in_hi = min(in_hi, w.y);
+          }
+          tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, TmaRowWindows{clo, chi, in_lo, in_hi},
+                                            out, out_row_stride, m0, r0, r_lane, win_c, row_ok, clean, kv_scale, w_c,
+                                            q_desc_c, k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq,
+                                            gid, tig);
+        };
+        if (buf) run_piece(TmabBuf<1>{});
+        else run_piece(TmabBuf<0>{});
+      } else {
       const int2* const win_c = win_s + buf * BM;
       const float* const w_c = w_all + (buf * NC + wg) * NQ;
       const uint64_t q_desc_c = V3 ? swizzled_desc<D>(q_base + (uint32_t)(buf * NC * Q_BYTES)) : q_desc;
@@ -365,6 +407,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, TmaRowWindows{clo, chi, in_lo, in_hi}, out,
                                         out_row_stride, m0, r0, r_lane, win_c, row_ok, clean, kv_scale, w_c, q_desc_c,
                                         k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
+      }
       if constexpr (V3) {
         have = walk.next(rb, tile_begin, tile_end);
         buf ^= 1;
@@ -386,3 +429,4 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
 #define INSTANTIATE_tmasb(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb, 1)
 #define INSTANTIATE_tmasb2(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb2, 2)
 #define INSTANTIATE_tmasb3(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb3, 3)
+#define INSTANTIATE_tmasb4(H, D, BM) TMASB_KERNEL(H, D, BM, tmasb4, 4)

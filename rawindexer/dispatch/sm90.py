@@ -33,6 +33,9 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
   :meth:`Sm90Family._plan_balanced`, host model in dispatch/sm90_balanced.py); ``tmasb`` -- its first form
   (experiment, ``bench/race_sm90.py --build``). H200: 1.3-1.4x DeepGEMM on 671 x 131072 multi_req, +4-6.5% over
   ``tmas`` at H = 64 on long rows without clean_logits, slower elsewhere (1.007x ``tmas`` over the N >= 4096 cases)
+* ``tmasb3`` / ``tmasb4`` -- (v11, experiments) ``tmasb2`` with a second Q buffer per consumer, the next piece's
+  staged by cp.async during the current one (``tmasb4``: the tile loop compiled per buffer; unmeasured); the plan
+  adds the second buffer's shared memory and caps the row blocks at BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS
 * ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps
   (``tmasb2`` where :func:`balanced_wins`), else ``wg``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16

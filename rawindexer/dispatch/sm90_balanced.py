@@ -18,8 +18,8 @@ import numpy as np
 
 #: tmab_piece_cost in the kernel: a piece's fixed cost (consumer barrier, Q staging) in tile units, per design
 #: ("tmasb": the guess before the H200 run; "tmasb2": fitted to tmasb's measured times, 3.75 us per piece; "tmasb3":
-#: tmasb2's until its own run is fitted)
-PIECE_COSTS = {"tmasb": 2, "tmasb2": 4, "tmasb3": 4}
+#: and "tmasb4": tmasb2's; the v11 run gave no reason to change it)
+PIECE_COSTS = {"tmasb": 2, "tmasb2": 4, "tmasb3": 4, "tmasb4": 4}
 PIECE_COST = PIECE_COSTS["tmasb"]
 #: TMAB_MAX_ROW_BLOCKS in the kernel; mirrored by dispatch/sm90.py's BALANCED_MAX_ROW_BLOCKS
 MAX_ROW_BLOCKS = 4096
