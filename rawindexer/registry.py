@@ -209,14 +209,15 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "block's span and tile count from the windows and takes an equal share of the concatenated tile ranges "
           "(v10)", consumers=4, k_tensor_map=True, balanced=True, experiment=True, logit_eps=2e-3),
     _sm90("tmasb2", "tmasb with the piece cost fitted to its H200 times (4 tiles), each piece's Q prefetched into L2 "
-          "by the producer, the -inf fill by contiguous row ranges (v10): auto's choice where the host sees it win",
-          consumers=4, k_tensor_map=True, balanced=True, logit_eps=2e-3, default_rank=2),
+          "by the producer, the -inf fill by contiguous row ranges (v10; auto's balanced choice until session 6)",
+          consumers=4, k_tensor_map=True, balanced=True, experiment=True, logit_eps=2e-3),
     _sm90("tmasb3", "tmasb2 with a second Q / weights / windows buffer per consumer, the next piece's filled by "
           "cp.async while the current piece's tiles run (v11)", consumers=4, k_tensor_map=True, balanced=True,
           q_prefetch=True, experiment=True, logit_eps=2e-3),
     _sm90("tmasb4", "tmasb3 with its tile loop compiled once per Q buffer (the buffer a compile-time constant: "
-          "tmasb2's loop length at H = 64, where tmasb3's buffer-dependent descriptors cost 4%) (v11, unmeasured)",
-          consumers=4, k_tensor_map=True, balanced=True, q_prefetch=True, experiment=True, logit_eps=2e-3),
+          "tmasb2's loop length at H = 64, where tmasb3's buffer-dependent descriptors cost 4%) (v12): auto's choice "
+          "where the host sees the balanced schedule win", consumers=4, k_tensor_map=True, balanced=True,
+          q_prefetch=True, logit_eps=2e-3, default_rank=2),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared
@@ -226,8 +227,8 @@ SM90_INSTANCES: tuple[Sm90Instance, ...] = tuple(
      for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)]
     + [Sm90Instance(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
     + [Sm90Instance(h, d, 256 // h, "ws") for h in (32, 64, 128) for d in (64, 128)]
-    # "tmas" and its balanced schedule "tmasb2": four consumers of N = 128, BLOCK_M = 4 * 128 / H
-    + [Sm90Instance(h, d, 512 // h, design) for design in ("tmas", "tmasb2") for h in (32, 64, 128) for d in (64, 128)])
+    # "tmas" and its balanced schedule "tmasb4": four consumers of N = 128, BLOCK_M = 4 * 128 / H
+    + [Sm90Instance(h, d, 512 // h, design) for design in ("tmas", "tmasb4") for h in (32, 64, 128) for d in (64, 128)])
 
 # ---------------------------------------------------------------------------------------------------
 # the whole table

@@ -33,11 +33,12 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
   :meth:`Sm90Family._plan_balanced`, host model in dispatch/sm90_balanced.py); ``tmasb`` -- its first form
   (experiment, ``bench/race_sm90.py --build``). H200: 1.3-1.4x DeepGEMM on 671 x 131072 multi_req, +4-6.5% over
   ``tmas`` at H = 64 on long rows without clean_logits, slower elsewhere (1.007x ``tmas`` over the N >= 4096 cases)
-* ``tmasb3`` / ``tmasb4`` -- (v11, experiments) ``tmasb2`` with a second Q buffer per consumer, the next piece's
-  staged by cp.async during the current one (``tmasb4``: the tile loop compiled per buffer; unmeasured); the plan
-  adds the second buffer's shared memory and caps the row blocks at BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS
+* ``tmasb4`` -- (v11, v12) ``tmasb2`` with a second Q buffer per consumer, the next piece's staged by cp.async during
+  the current one, the tile loop compiled once per buffer; the plan adds the second buffer's shared memory and caps
+  the row blocks at BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS; ``tmasb3`` -- the same with one loop (experiment: 4% slower at
+  H = 64). ``tmasb2`` is an experiment since session 6 (``bench/race_sm90.py --build``)
 * ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps
-  (``tmasb2`` where :func:`balanced_wins`), else ``wg``
+  (AUTO_BALANCED = ``tmasb4`` where :func:`balanced_wins`), else ``wg``
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``RAWINDEXER_SM90_DESIGN=mma`` or ``Sm90Family(design="mma")``)
 
@@ -72,10 +73,10 @@ WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
 #: the design the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it): "auto" picks per
-#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", "wg", "tmasb2")
+#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", "wg", "tmasb4")
 AUTO = "auto"
 DEFAULT_DESIGN = AUTO
-AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg", "tmasb2")
+AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg", "tmasb4")
 #: "auto" takes "tmas" from this N on, "wg" below it (v8, H200, docs/results/race_sm90_v8_h200.log: 1024 x 1024
 #: wg 17.5 / tmas 28.5 us at H=32, 25.3 / 26.8 at H=64; from 4096 x 4096 on tmas wins 58 of the 64 race cases'
 #: 56 at N >= 4096) and only when the caller fixed no block_m / num_warps (those are the wg heuristic's knobs)
@@ -90,10 +91,14 @@ AUTO_TMAS_MIN_N = 4096
 #: causal clean_logits and 671 multi_req cross over to faster. The rule is fitted to the benchmark's shapes: in the
 #: two runs that timed tmas and tmasb2 together it leaves 4 fewer cases slower than DeepGEMM (14 -> 10, 11 -> 7) at a
 #: 0.3-0.4% higher geomean. Elsewhere (H = 32 from 1024 rows, 128 rows, H = 128: not measured) tmas stays.
+#: Session 6 (docs/results/session6/prefill_race.log, tmas / tmasb2 / tmasb4 beside DeepGEMM in one run): "tmasb4"
+#: (tmasb2 with the next piece's Q staged during the current one, v12) is as fast as "tmasb2" or faster in every case of
+#: the rule's region (+0-1.5% on long rows, +1-6% at 4096^2 / 8192^2, +9-14% on multi_req with large -inf fills), so it replaced
+#: tmasb2 as the balanced design; the region itself is unchanged.
 AUTO_BALANCED_MIN_N = 32768
 AUTO_BALANCED_M32 = (512, 1024)
 AUTO_BALANCED_M64 = 512
-AUTO_BALANCED = "tmasb2"
+AUTO_BALANCED = "tmasb4"
 #: Per-logit gate |out - ref| <= eps * T of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md).
 #: The fp8 wgmma forms ("wg", "ws") cannot reach the gfx950 designs' 1e-5: Hopper's fp8 tensor cores add
 #: the products with a shorter accumulator than fp32 (about 14 bits, per DeepSeek-V3's report on H800), so
@@ -126,7 +131,7 @@ BALANCED_FALLBACK = "tmas"
 
 
 def balanced_wins(p: Problem) -> bool:
-    """Whether "auto" runs ``p`` with the balanced "tmasb2" rather than "tmas" (AUTO_BALANCED_* above)."""
+    """Whether "auto" runs ``p`` with the balanced AUTO_BALANCED rather than "tmas" (AUTO_BALANCED_* above)."""
     if p.heads == 32:
         return p.N >= AUTO_BALANCED_MIN_N and AUTO_BALANCED_M32[0] <= p.M < AUTO_BALANCED_M32[1]
     return p.heads == 64 and p.N >= AUTO_TMAS_MIN_N and p.M >= AUTO_BALANCED_M64
@@ -156,7 +161,7 @@ class Sm90Family(KernelFamily):
 
     def _auto_member(self, problem: Problem, tunables: Tunables) -> "Sm90Family":
         """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry (its balanced
-        schedule "tmasb2" where :func:`balanced_wins` says so), else "wg"."""
+        schedule AUTO_BALANCED where :func:`balanced_wins` says so), else "wg"."""
         tmas, wg = self._members.get("tmas"), self._members["wg"]
         if (tmas is not None and problem.N >= AUTO_TMAS_MIN_N and not tunables.block_m and not tunables.num_warps
                 and tmas.is_supported(problem.heads, problem.head_dim)):

@@ -503,7 +503,7 @@ def main() -> int:
                                                       "on small shapes through the family directly, whatever the "
                                                       "default would pick there")
     parser.add_argument("--interop", action="store_true", help="only the torch / CuPy / JAX interop checks")
-    parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api, mma, wg, tmas, tmasb2; "
+    parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api, mma, wg, tmas, tmasb4; "
                         "with --designs: api and those)")
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
     parser.add_argument("--racecheck-subset", action="store_true",
@@ -524,7 +524,7 @@ def main() -> int:
     if args.nan:
         fails = 0
         # "auto" picks wg or tmas by shape: both, whatever the shape; --designs names others (with api) instead
-        nan_designs = ("api", *[d for d in args.designs.split(",") if d]) if args.designs else ("api", "mma", "wg", "tmas", "tmasb2")
+        nan_designs = ("api", *[d for d in args.designs.split(",") if d]) if args.designs else ("api", "mma", "wg", "tmas", "tmasb4")
         for design in nan_designs:
             for M, N, H, D in NAN_CASES:
                 ok, msg = nan_contract_case(M, N, H, D, seed=M + N + H + D, design=design)

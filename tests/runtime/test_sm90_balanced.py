@@ -139,15 +139,15 @@ def test_balanced_plan_falls_back_to_the_split_grid(balanced_dir, encoder, why):
 
 
 @pytest.mark.parametrize("M, N, H, clean, want", [
-    (671, 131072, 32, True, "tmasb2"),     # few row blocks, uneven spans: 1.6-1.8x tmas on multi_req
-    (671, 131072, 32, False, "tmasb2"),
-    (1023, 32768, 32, False, "tmasb2"),    # the H = 32 band's last row count
-    (4096, 32768, 64, False, "tmasb2"),    # the wave tail at H = 64: +4-6.5%
-    (1024, 131072, 64, False, "tmasb2"),
-    (4096, 32768, 64, True, "tmasb2"),     # causal +4.5%, multi_req -2.5% (still faster than DeepGEMM)
-    (671, 131072, 64, False, "tmasb2"),    # multi_req +12%, causal -3% (still faster than DeepGEMM)
-    (512, 4096, 64, True, "tmasb2"),       # the H = 64 corner: AUTO_BALANCED_M64 rows, AUTO_TMAS_MIN_N keys
-    (8192, 8192, 64, False, "tmasb2"),     # +2.6-4.6% at clean = 0
+    (671, 131072, 32, True, "balanced"),   # few row blocks, uneven spans: 1.6-1.8x tmas on multi_req
+    (671, 131072, 32, False, "balanced"),
+    (1023, 32768, 32, False, "balanced"),   # the H = 32 band's last row count
+    (4096, 32768, 64, False, "balanced"),   # the wave tail at H = 64: +4-6.5%
+    (1024, 131072, 64, False, "balanced"),
+    (4096, 32768, 64, True, "balanced"),    # causal +4.5%, multi_req -2.5% (still faster than DeepGEMM)
+    (671, 131072, 64, False, "balanced"),   # multi_req +12%, causal -3% (still faster than DeepGEMM)
+    (512, 4096, 64, True, "balanced"),      # the H = 64 corner: AUTO_BALANCED_M64 rows, AUTO_TMAS_MIN_N keys
+    (8192, 8192, 64, False, "balanced"),    # +2.6-4.6% at clean = 0
     (511, 32768, 64, False, "tmas"),       # below AUTO_BALANCED_M64
     (128, 32768, 64, True, "tmas"),        # its fixed cost at 128 rows
     (4096, 32768, 32, False, "tmas"),      # even at H = 32 from 1024 rows
@@ -160,10 +160,13 @@ def test_balanced_plan_falls_back_to_the_split_grid(balanced_dir, encoder, why):
 def test_auto_takes_the_balanced_schedule_where_it_was_measured_faster(balanced_dir, encoder, M, N, H, clean, want):
     from rawindexer.dispatch.sm90 import Sm90Family
 
+    from rawindexer.dispatch.sm90 import AUTO_BALANCED
+
+    want = AUTO_BALANCED if want == "balanced" else want
     plan = Sm90Family(balanced_dir).plan(Problem(M, N, H, 128, N, clean), Tunables(), PTRS, 132)
     assert plan.config["design"] == want
-    if want == "tmasb2":
-        assert plan.grid == (132, 1, 1) and plan.symbol.endswith("_tmasb2")
+    if want == AUTO_BALANCED:
+        assert plan.grid == (132, 1, 1) and plan.symbol.endswith("_" + AUTO_BALANCED)
 
 
 def test_auto_keeps_tmas_when_the_caller_fixes_split_n(balanced_dir, encoder):

@@ -9,7 +9,7 @@ import pytest
 
 import rawindexer
 from rawindexer import api
-from rawindexer.dispatch import sm90_tensor_map
+from rawindexer.dispatch import sm90, sm90_tensor_map
 from rawindexer.dispatch.base import Pointers, Problem, Tunables
 
 from fake_cuda import stream_of, two_gpu_node
@@ -73,7 +73,7 @@ def test_tmas_plan_carries_the_map_of_its_k_pointer(encoder):
 def test_auto_takes_tmas_for_long_rows_and_wg_otherwise(encoder):
     fam = _family()
     assert fam.design == "auto" and fam.is_supported(64, 128) and fam.is_supported(32, 64)
-    long_rows = fam.plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)  # (H = 64: tmasb2)
+    long_rows = fam.plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)  # (H = 64: the balanced schedule)
     assert long_rows.config["design"] == "tmas" and long_rows.symbol.endswith("_bm16_tmas")
     short_rows = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
     assert short_rows.config["design"] == "wg" and "k_tensor_map" not in short_rows.config
@@ -134,7 +134,7 @@ def test_launch_path_writes_the_map_of_each_calls_k(cuda2, encoder):
 
 
 def test_launch_path_binds_the_balanced_schedule_like_tmas(cuda2, encoder):
-    """Where "auto" takes the balanced "tmasb2" (H = 64, long rows, no clean_logits), the launch path writes each
+    """Where "auto" takes the balanced AUTO_BALANCED (H = 64, long rows, no clean_logits), the launch path writes each
     call's K map the same way; the grid is one block per SM of the (fake) device."""
     api._RAW.clear()
     ptrs = [0x100000 * (i + 1) for i in range(7)]
@@ -145,7 +145,7 @@ def test_launch_path_binds_the_balanced_schedule_like_tmas(cuda2, encoder):
         launch = cuda2.launches()[-1][1]
         args = launch[7]
         slot = t.config["k_tensor_map"]["slot"]
-        assert t.symbol.endswith("_tmasb2") and t.config["balanced_blocks"] == t.grid[0]
+        assert t.symbol.endswith("_" + sm90.AUTO_BALANCED) and t.config["balanced_blocks"] == t.grid[0]
         assert args[slot["offset"]:slot["offset"] + 128] == fake_map(p[1], 32768, 128)
         assert tuple(int.from_bytes(args[8 * i:8 * i + 8], "little") for i in range(7)) == tuple(p)
     api._RAW.clear()
