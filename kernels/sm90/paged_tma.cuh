@@ -109,9 +109,13 @@
 // warp it reports the producer's next bulk copy of the scales against lanes 1-31's reads (session 6: 1 hazard class,
 // 270336 instances on one 32 x 16384 call) while it raises nothing on DeepGEMM's kernel, whose 128 math threads each
 // arrive.
+// PAGED_TMA_THREAD_RELEASE 2: the same with a quarter of the arrivals: lane 4g of each quad reads the quad's two
+// scales, passes them to its three neighbours by shuffle and arrives itself (count 32 = 8 per warp).
 #ifndef PAGED_TMA_THREAD_RELEASE
 #define PAGED_TMA_THREAD_RELEASE 0
 #endif
+// Arrivals per ring slot: one per consumer warp, thread, or quad (PAGED_TMA_THREAD_RELEASE 0, 1, 2).
+constexpr int PT_EMPTY_ARRIVALS = PAGED_TMA_THREAD_RELEASE == 1 ? 128 : PAGED_TMA_THREAD_RELEASE == 2 ? 32 : 4;
 
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
@@ -238,7 +242,7 @@ __device__ __forceinline__ void pt_init_ring(uint32_t full0, uint32_t empty0) {
 #pragma unroll
   for (int s = 0; s < S; ++s) {
     mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
-    mbar_init(empty0 + 8 * s, PAGED_TMA_THREAD_RELEASE ? PT_CONSUMERS : 4);  // an arrive per consumer thread / warp
+    mbar_init(empty0 + 8 * s, PT_EMPTY_ARRIVALS);  // the consumers' arrivals
   }
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
@@ -289,8 +293,19 @@ template <int S>
 __device__ __forceinline__ TileOut pt_tile_scales(const float* s_s, int i, int tile, int warp, int gid) {
   TileOut t;
   t.tile = tile;
-  t.sc0 = s_s[(i % S) * TILE + 16 * warp + gid];
-  t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
+  if constexpr (PAGED_TMA_THREAD_RELEASE == 2) {
+    const int lane = threadIdx.x & (WARP - 1);
+    float s0 = 0.0f, s1 = 0.0f;
+    if ((lane & 3) == 0) {
+      s0 = s_s[(i % S) * TILE + 16 * warp + gid];
+      s1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
+    }
+    t.sc0 = __shfl_sync(0xffffffffu, s0, lane & ~3);
+    t.sc1 = __shfl_sync(0xffffffffu, s1, lane & ~3);
+  } else {
+    t.sc0 = s_s[(i % S) * TILE + 16 * warp + gid];
+    t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
+  }
   return t;
 }
 // PAGED_TMA_GLOBAL_SCALES: the same two scales read from the cache block itself (`table_row` = b's block-table row,
@@ -311,8 +326,10 @@ __device__ __forceinline__ TileOut pt_tile_scales_global(const u8* __restrict__ 
 // consumer thread (PAGED_TMA_THREAD_RELEASE).
 template <int S>
 __device__ __forceinline__ void pt_release(uint32_t empty0, int i, int lane) {
-  if constexpr (PAGED_TMA_THREAD_RELEASE) {
+  if constexpr (PAGED_TMA_THREAD_RELEASE == 1) {
     mbar_arrive(empty0 + 8 * (i % S));
+  } else if constexpr (PAGED_TMA_THREAD_RELEASE == 2) {
+    if ((lane & 3) == 0) mbar_arrive(empty0 + 8 * (i % S));
   } else {
     __syncwarp();
     if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
