@@ -20,7 +20,7 @@
 //   * Consumers: Q staged once per block into the same swizzle (ordinary stores + fence.proxy.async), weights
 //     as fp32 in shared memory. Per tile: wait full, read the two scales each lane needs, SS wgmma (A = the K
 //     tile by descriptor, B = Q, N = next_n x H up to 256, chunks of two rows at H = 128 and next_n > 2), wait,
-//     release the slot (one arrive per warp on its empty mbarrier), fp32 head reduce as the other designs
+//     release the slot (one arrive per consumer thread on its empty mbarrier), fp32 head reduce as the other designs
 //     (head_reduce_store). At N <= PAGED_PIPE_MAX_N tile t+1's wgmma is issued before tile t's reduce; at N = 128
 //     not (measured: the reduce's registers would halve the blocks per SM; splitting the rows instead is slower).
 //   * The sm_90a default at block size 64 ("auto", rawindexer/dispatch/paged_sm90.py).
@@ -93,29 +93,6 @@
 #ifndef PAGED_TMA_PERSISTENT
 #define PAGED_TMA_PERSISTENT 0
 #endif
-// PAGED_TMA_GLOBAL_SCALES 1 (session 6, candidate): the key scales leave the ring. The producer no longer bulk-copies
-// a block's 256 scale bytes into shared memory; it prefetches them into L2 (cp.async.bulk.prefetch.L2) when it issues
-// the block's keys, and each consumer lane reads its two scales with ordinary global loads, issued after the tile's
-// wgmma and used at the end of its head reduce. Why: the ring's only generic-proxy reads were those scales, and
-// compute-sanitizer racecheck reports the next bulk copy into a slot against them once a block's ring wraps
-// (docs/PAGED.md, decode7 and session 5); with this, the ring is written by TMA and read by wgmma only.
-#ifndef PAGED_TMA_GLOBAL_SCALES
-#define PAGED_TMA_GLOBAL_SCALES 0
-#endif
-// PAGED_TMA_THREAD_RELEASE 1 (session 6, candidate): every consumer thread arrives on the slot's empty mbarrier
-// (count 128) after its own scale reads, instead of a __syncwarp and one arrive per warp (count 4). Both orders are
-// sound under the PTX memory model (bar.warp.sync orders the warp's reads before lane 0's release-arrive), but
-// compute-sanitizer racecheck credits an arrive only with the arriving thread's own accesses, so with one arrive per
-// warp it reports the producer's next bulk copy of the scales against lanes 1-31's reads (session 6: 1 hazard class,
-// 270336 instances on one 32 x 16384 call) while it raises nothing on DeepGEMM's kernel, whose 128 math threads each
-// arrive.
-// PAGED_TMA_THREAD_RELEASE 2: the same with a quarter of the arrivals: lane 4g of each quad reads the quad's two
-// scales, passes them to its three neighbours by shuffle and arrives itself (count 32 = 8 per warp).
-#ifndef PAGED_TMA_THREAD_RELEASE
-#define PAGED_TMA_THREAD_RELEASE 0
-#endif
-// Arrivals per ring slot: one per consumer warp, thread, or quad (PAGED_TMA_THREAD_RELEASE 0, 1, 2).
-constexpr int PT_EMPTY_ARRIVALS = PAGED_TMA_THREAD_RELEASE == 1 ? 128 : PAGED_TMA_THREAD_RELEASE == 2 ? 32 : 4;
 
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
@@ -242,7 +219,7 @@ __device__ __forceinline__ void pt_init_ring(uint32_t full0, uint32_t empty0) {
 #pragma unroll
   for (int s = 0; s < S; ++s) {
     mbar_init(full0 + 8 * s, 1);   // the producer's expect_tx (+ the copies' bytes)
-    mbar_init(empty0 + 8 * s, PT_EMPTY_ARRIVALS);  // the consumers' arrivals
+    mbar_init(empty0 + 8 * s, PT_CONSUMERS);  // one arrive per consumer thread (pt_release)
   }
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
@@ -255,7 +232,7 @@ __device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_
                                                  const u8* kv_cache, const PagedCacheMap& kv_map, uint32_t ring0,
                                                  uint32_t s0, uint32_t full0, uint32_t empty0) {
   constexpr int BS = TILE;  // one cache block per tile
-  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + (PAGED_TMA_GLOBAL_SCALES ? 0 : TILE * 4);
+  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
   for (int t0 = tile_begin; t0 < tile_end; t0 += WARP) {
     const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
@@ -267,14 +244,8 @@ __device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_
         if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
         mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
         pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
-        if constexpr (PAGED_TMA_GLOBAL_SCALES)
-          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(kv_cache + (i64)block * BLOCK_BYTES +
-                                                                          (i64)BS * D),
-                       "n"(TILE * 4)
-                       : "memory");
-        else
-          bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
-                        full0 + 8 * stage);
+        bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
+                      full0 + 8 * stage);
       }
       __syncwarp();
     }
@@ -293,47 +264,21 @@ template <int S>
 __device__ __forceinline__ TileOut pt_tile_scales(const float* s_s, int i, int tile, int warp, int gid) {
   TileOut t;
   t.tile = tile;
-  if constexpr (PAGED_TMA_THREAD_RELEASE == 2) {
-    const int lane = threadIdx.x & (WARP - 1);
-    float s0 = 0.0f, s1 = 0.0f;
-    if ((lane & 3) == 0) {
-      s0 = s_s[(i % S) * TILE + 16 * warp + gid];
-      s1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
-    }
-    t.sc0 = __shfl_sync(0xffffffffu, s0, lane & ~3);
-    t.sc1 = __shfl_sync(0xffffffffu, s1, lane & ~3);
-  } else {
-    t.sc0 = s_s[(i % S) * TILE + 16 * warp + gid];
-    t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
-  }
+  t.sc0 = s_s[(i % S) * TILE + 16 * warp + gid];
+  t.sc1 = s_s[(i % S) * TILE + 16 * warp + gid + 8];
   return t;
 }
-// PAGED_TMA_GLOBAL_SCALES: the same two scales read from the cache block itself (`table_row` = b's block-table row,
-// `tile` the tile's index in b's key range; the producer has read the same table line and prefetched the scales to L2).
-template <int D>
-__device__ __forceinline__ TileOut pt_tile_scales_global(const u8* __restrict__ kv_cache,
-                                                        const int* __restrict__ table_row, int tile, int warp,
-                                                        int gid) {
-  const int block = __ldg(table_row + tile);
-  const float* sc = reinterpret_cast<const float*>(kv_cache + (i64)block * (TILE * (D + 4)) + (i64)TILE * D);
-  TileOut t;
-  t.tile = tile;
-  t.sc0 = __ldg(sc + 16 * warp + gid);
-  t.sc1 = __ldg(sc + 16 * warp + gid + 8);
-  return t;
-}
-// Slot i % S back to the producer: one arrive per consumer warp once its lanes are done reading the slot, or one per
-// consumer thread (PAGED_TMA_THREAD_RELEASE).
+// Slot i % S back to the producer: every consumer thread arrives once its own reads of the slot (its two scales; the
+// keys are read by its warpgroup's wgmma, complete at the wait before this) are done.
+// DESIGN (session 6): one arrive per thread, not a __syncwarp and one arrive per warp. Both are ordered under the PTX
+// memory model, but compute-sanitizer racecheck credits an arrive only with the arriving thread's own accesses: with
+// one arrive per warp it reported the producer's next bulk copy of the scales against lanes 1-31's reads once a block's
+// ring wraps (270336 hazards on one 32 x 16384 call), as it raises nothing on DeepGEMM's kernel, whose math threads
+// each arrive. Measured on the H200 in three same-run A/Bs (docs/PAGED.md, session 6): within +0.5% at the large
+// N = 128 cases, 1-3% faster at H 32 next_n 4 x 131072 and at one sequence; racecheck 0 hazards.
 template <int S>
-__device__ __forceinline__ void pt_release(uint32_t empty0, int i, int lane) {
-  if constexpr (PAGED_TMA_THREAD_RELEASE == 1) {
-    mbar_arrive(empty0 + 8 * (i % S));
-  } else if constexpr (PAGED_TMA_THREAD_RELEASE == 2) {
-    if ((lane & 3) == 0) mbar_arrive(empty0 + 8 * (i % S));
-  } else {
-    __syncwarp();
-    if (lane == 0) mbar_arrive(empty0 + 8 * (i % S));
-  }
+__device__ __forceinline__ void pt_release(uint32_t empty0, int i) {
+  mbar_arrive(empty0 + 8 * (i % S));
 }
 
 // acc = the keys of ring slot i % S x Q's row chunk `chunk` (RPC rows of H columns), committed as one wgmma group.
@@ -407,20 +352,6 @@ __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&ac
       start(acc0, u + 2);
       wgmma_wait<1>();
       finish(acc1, u + 1);
-    }
-  } else if constexpr (PAGED_TMA_GLOBAL_SCALES) {
-    // As below, with the scales read after the tile's first wgmma is issued: their loads run under it.
-    for (int i = begin; i < end; ++i) {
-      wait_full(i);
-      TileOut t;
-#pragma unroll
-      for (int chunk = 0; chunk < CHUNKS; ++chunk) {
-        issue(acc0, i, chunk);
-        if (chunk == 0) t = scales(i);
-        wgmma_wait<0>();
-        if (chunk == CHUNKS - 1) release(i);
-        reduce(acc0, chunk, t);
-      }
     }
   } else {
     // wgmma -> wait -> reduce per (tile, chunk): one accumulator set, all of a tile's chunks on one wait_full.
@@ -530,14 +461,8 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
 
       auto wait_full = [&](int i) { pt_wait_full<S>(full0, i); };
-      const int* const table_row = block_table + (i64)b * max_blocks;
-      auto scales = [&](int i) {
-        if constexpr (PAGED_TMA_GLOBAL_SCALES)
-          return pt_tile_scales_global<D>(kv_cache, table_row, tile_begin + i, warp, gid);
-        else
-          return pt_tile_scales<S>(s_s, i, tile_begin + i, warp, gid);
-      };
-      auto release = [&](int i) { pt_release<S>(empty0, i, lane); };
+      auto scales = [&](int i) { return pt_tile_scales<S>(s_s, i, tile_begin + i, warp, gid); };
+      auto release = [&](int i) { pt_release<S>(empty0, i); };
       auto issue = [&](float (&acc)[NACC], int i, int chunk) {
         pt_issue<H, D, RPC, S, HALVES>(acc, ring0, q0, i, chunk);
       };
@@ -681,7 +606,7 @@ __device__ __forceinline__ void paged_tma_persistent_body(
   if (warp > 4) return;
 
   auto wait_full = [&](int r) { pt_wait_full<S>(full0, r); };
-  auto release = [&](int r) { pt_release<S>(empty0, r, lane); };
+  auto release = [&](int r) { pt_release<S>(empty0, r); };
   auto issue = [&](float (&acc)[NACC], int r, int chunk) { pt_issue<H, D, RPC, S, false>(acc, ring0, q0, r, chunk); };
 
   float acc0[NACC], acc1[PIPE ? NACC : 1];
@@ -735,12 +660,7 @@ __device__ __forceinline__ void paged_tma_persistent_body(
       }
       // r: the block's running tile count (the ring slot r % S, its phase r / S); tile = r + tile_off
       const int tile_off = x.tile_begin - g, r_end = g + x.n_tiles;
-      auto scales = [&](int r) {
-        if constexpr (PAGED_TMA_GLOBAL_SCALES)
-          return pt_tile_scales_global<D>(kv_cache, block_table + (i64)x.b * max_blocks, r + tile_off, warp, gid);
-        else
-          return pt_tile_scales<S>(s_s, r, r + tile_off, warp, gid);
-      };
+      auto scales = [&](int r) { return pt_tile_scales<S>(s_s, r, r + tile_off, warp, gid); };
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
         fence_regs(acc);
         head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, x.len, x.len_max, warp,
