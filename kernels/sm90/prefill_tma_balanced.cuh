@@ -103,6 +103,28 @@ struct TmabWalk {
   }
 };
 
+// The windows of consumer rows [r0, r0 + BMW) of a piece's row block (`win`: its staged windows; CLIP: they were
+// staged raw, as the two-buffer forms stage them, and are clipped to [0, N] here as the one-buffer staging does).
+template <int BMW, bool CLIP>
+__device__ __forceinline__ TmaRowWindows piece_row_windows(const int2* win, int r0, int nrows, int N) {
+  int clo = N, chi = 0, in_lo = 0, in_hi = r0 + BMW <= nrows ? N : 0;
+#pragma unroll
+  for (int r = 0; r < BMW; ++r) {
+    int2 w = win[r0 + r];
+    if constexpr (CLIP) {
+      w.x = max(min(w.x, N), 0);
+      w.y = max(min(w.y, N), w.x);
+    }
+    if (w.y > w.x) {
+      clo = min(clo, w.x);
+      chi = max(chi, w.y);
+    }
+    in_lo = max(in_lo, w.x);
+    in_hi = min(in_hi, w.y);
+  }
+  return TmaRowWindows{clo, chi, in_lo, in_hi};
+}
+
 // VER 2 ("tmasb2", after the first H200 run): piece cost 4; the producer prefetches each piece's Q rows into L2 when
 // it starts streaming that piece's K tiles (~8 tiles before the consumers stage them); the -inf fill takes
 // contiguous row ranges [b M / G, (b + 1) M / G) per block (as "tmas"'s blocks own consecutive rows).
@@ -363,23 +385,10 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
           const float* const w_c = w_all + (BI * NC + wg) * NQ;
           const uint64_t q_desc_c = swizzled_desc<D>(q_base + (uint32_t)(BI * NC * Q_BYTES));
           const bool row_ok = r0 + r_lane < nrows;
-          int clo = N, chi = 0, in_lo = 0, in_hi = r0 + BMW <= nrows ? N : 0;
-#pragma unroll
-          for (int r = 0; r < BMW; ++r) {
-            int2 w = win_c[r0 + r];
-            w.x = max(min(w.x, N), 0);  // the raw windows: clip as the V1/V2 staging does
-            w.y = max(min(w.y, N), w.x);
-            if (w.y > w.x) {
-              clo = min(clo, w.x);
-              chi = max(chi, w.y);
-            }
-            in_lo = max(in_lo, w.x);
-            in_hi = min(in_hi, w.y);
-          }
-          tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, TmaRowWindows{clo, chi, in_lo, in_hi},
-                                            out, out_row_stride, m0, r0, r_lane, win_c, row_ok, clean, kv_scale, w_c,
-                                            q_desc_c, k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq,
-                                            gid, tig);
+          tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi,
+                                            piece_row_windows<BMW, true>(win_c, r0, nrows, N), out, out_row_stride,
+                                            m0, r0, r_lane, win_c, row_ok, clean, kv_scale, w_c, q_desc_c, k_desc0,
+                                            full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
         };
         if (buf) run_piece(TmabBuf<1>{});
         else run_piece(TmabBuf<0>{});
@@ -389,24 +398,10 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       const uint64_t q_desc_c = V3 ? swizzled_desc<D>(q_base + (uint32_t)(buf * NC * Q_BYTES)) : q_desc;
 
       const bool row_ok = r0 + r_lane < nrows;
-      int clo = N, chi = 0, in_lo = 0, in_hi = r0 + BMW <= nrows ? N : 0;
-#pragma unroll
-      for (int r = 0; r < BMW; ++r) {
-        int2 w = win_c[r0 + r];
-        if constexpr (V3) {  // the raw windows: clip as the V1/V2 staging does
-          w.x = max(min(w.x, N), 0);
-          w.y = max(min(w.y, N), w.x);
-        }
-        if (w.y > w.x) {
-          clo = min(clo, w.x);
-          chi = max(chi, w.y);
-        }
-        in_lo = max(in_lo, w.x);
-        in_hi = min(in_hi, w.y);
-      }
-      tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, TmaRowWindows{clo, chi, in_lo, in_hi}, out,
-                                        out_row_stride, m0, r0, r_lane, win_c, row_ok, clean, kv_scale, w_c, q_desc_c,
-                                        k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
+      tma_consumer_tiles<H, D, BM, WRP>(tile_begin, tile_end, lo, hi, piece_row_windows<BMW, V3>(win_c, r0, nrows, N),
+                                        out, out_row_stride, m0, r0, r_lane, win_c, row_ok, clean, kv_scale, w_c,
+                                        q_desc_c, k_desc0, full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid,
+                                        tig);
       }
       if constexpr (V3) {
         have = walk.next(rb, tile_begin, tile_end);
