@@ -92,9 +92,9 @@ AUTO_TMAS_MIN_N = 4096
 #: two runs that timed tmas and tmasb2 together it leaves 4 fewer cases slower than DeepGEMM (14 -> 10, 11 -> 7) at a
 #: 0.3-0.4% higher geomean. Elsewhere (H = 32 from 1024 rows, 128 rows, H = 128: not measured) tmas stays.
 #: Session 6 (docs/results/session6/prefill_race.log, tmas / tmasb2 / tmasb4 beside DeepGEMM in one run): "tmasb4"
-#: (tmasb2 with the next piece's Q staged during the current one, v12) is as fast as "tmasb2" or faster in every case of
-#: the rule's region (+0-1.5% on long rows, +1-6% at 4096^2 / 8192^2, +9-14% on multi_req with large -inf fills), so it replaced
-#: tmasb2 as the balanced design; the region itself is unchanged.
+#: (tmasb2 with the next piece's Q staged during the current one, v12) is as fast as "tmasb2" (within 0.4%) or faster
+#: in every case of the rule's region (+0-1% on long rows, +1-9% at 4096^2 / 8192^2, the most on multi_req with
+#: clean_logits), so it replaced tmasb2 as the balanced design; the region itself is unchanged.
 AUTO_BALANCED_MIN_N = 32768
 AUTO_BALANCED_M32 = (512, 1024)
 AUTO_BALANCED_M64 = 512

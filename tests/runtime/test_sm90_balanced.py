@@ -105,7 +105,8 @@ def test_balanced_plan_is_one_block_per_sm(balanced_dir, encoder, design):
     assert plan.symbol == f"fp8_mqa_logits_sm90_h64_d128_bm8_{design}"
     assert plan.grid == (132, 1, 1) and plan.block == (640, 1, 1)
     R = 4096 // 8
-    second = 4 * 128 * (128 + 4) + 8 * 8 if design in ("tmasb3", "tmasb4") else 0  # its second Q / weights / windows buffer
+    # the two-buffer designs' second Q / weights / windows buffer
+    second = 4 * 128 * (128 + 4) + 8 * 8 if design in ("tmasb3", "tmasb4") else 0
     assert plan.shared_mem == sm90_tensor_map.shared_mem(8, 64, 128, 4) + second + 8 * R + 4 * (R + 1) <= 227 * 1024
     assert plan.config["design"] == design and plan.config["balanced_blocks"] == 132
 

@@ -73,7 +73,7 @@ def test_tmas_plan_carries_the_map_of_its_k_pointer(encoder):
 def test_auto_takes_tmas_for_long_rows_and_wg_otherwise(encoder):
     fam = _family()
     assert fam.design == "auto" and fam.is_supported(64, 128) and fam.is_supported(32, 64)
-    long_rows = fam.plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)  # (H = 64: the balanced schedule)
+    long_rows = fam.plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)  # (H = 64: balanced)
     assert long_rows.config["design"] == "tmas" and long_rows.symbol.endswith("_bm16_tmas")
     short_rows = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
     assert short_rows.config["design"] == "wg" and "k_tensor_map" not in short_rows.config
