@@ -1,6 +1,6 @@
 """Static statistics of one sm_90a kernel's wgmma tile loop, read from its SASS and the control bits of each instruction.
 
-    python bench/sass_loop_stats.py CUBIN KERNEL [--loop START:END] [--top N] [--list] [--dump]
+    python bench/sass_loop_stats.py CUBIN KERNEL [--loop START:END] [--top N] [--list] [--skip START:END]... [--dump]
 
 KERNEL is the kernel's (mangled) name or, when no kernel has exactly that name, a substring of it (the first kernel
 that contains it is taken). Without --loop every
@@ -149,9 +149,9 @@ def innermost(loops: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [a for a in proper if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in proper)]
 
 
-def loop_report(instrs: list[Instr], head: int, tail: int, top: int) -> str:
-    """The table of one loop [head, tail] (both inclusive)."""
-    body = [i for i in instrs if head <= i.addr <= tail]
+def loop_report(instrs: list[Instr], head: int, tail: int, top: int, skip: list[tuple[int, int]] = []) -> str:
+    """The table of one loop [head, tail] (both inclusive), without the instructions in the `skip` ranges."""
+    body = [i for i in instrs if head <= i.addr <= tail and not any(a <= i.addr <= b for a, b in skip)]
     count: collections.Counter[str] = collections.Counter(i.klass for i in body)
     stall: collections.Counter[str] = collections.Counter()
     waits: collections.Counter[str] = collections.Counter()
@@ -202,6 +202,9 @@ def main() -> None:
     parser.add_argument("--loop", help="START:END code addresses in hex, both inclusive (default: detected)")
     parser.add_argument("--top", type=int, default=12, help="how many of the largest stalls to list (default 12)")
     parser.add_argument("--list", action="store_true", help="report every wgmma loop, not only the innermost")
+    parser.add_argument("--skip", action="append", default=[], metavar="START:END",
+                        help="leave out these addresses (both inclusive; repeatable), e.g. the branch a steady-state "
+                        "tile does not take, to count one path through the loop")
     parser.add_argument("--dump", action="store_true", help="also print each loop's instructions with control bits")
     args = parser.parse_args()
     name, instrs = kernel_sass(args.cubin, args.kernel)
@@ -215,7 +218,8 @@ def main() -> None:
         if not ranges:
             sys.exit("sass_loop_stats: no backward branch around a wgmma; give --loop START:END")
     for head, tail in ranges:
-        print(loop_report(instrs, head, tail, args.top))
+        skip = [tuple(int(x, 16) for x in r.split(":")) for r in args.skip]
+        print(loop_report(instrs, head, tail, args.top, skip))
         if args.dump:
             print(loop_listing(instrs, head, tail))
 
