@@ -1,4 +1,4 @@
-"""Static statistics of one sm_90a kernel's wgmma tile loop, read from its SASS and the control bits of each instruction.
+"""Static statistics of an sm_90a kernel's wgmma tile loop, from its SASS and each instruction's control bits.
 
     python bench/sass_loop_stats.py CUBIN KERNEL [--loop START:END] [--top N] [--list] [--skip START:END]... [--dump]
 
@@ -26,6 +26,10 @@ Example (DeepGEMM's instance from bench/dg_mqa_instance.cu, then ours):
       -cubin -I$I -o /tmp/dg_mqa.cubin bench/dg_mqa_instance.cu
     python bench/sass_loop_stats.py /tmp/dg_mqa.cubin sm90_fp8_mqa_logits
     python bench/sass_loop_stats.py rawindexer/_kernels/fp8_mqa_logits.sm90a.cubin h64_d128_bm8_tmasb4
+    # one steady-state (interior) tile of tmasb4's first copy: the edge-store branch it jumps over left out
+    python bench/sass_loop_stats.py rawindexer/_kernels/fp8_mqa_logits.sm90a.cubin h64_d128_bm8_tmasb4 \
+      --loop 0x3390:0x4300 --skip 0x40d0:0x4270
+The figures and their reading: docs/PERFORMANCE.md, "v12 static: our tile loop beside DeepGEMM's".
 """
 from __future__ import annotations
 
@@ -149,7 +153,8 @@ def innermost(loops: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [a for a in proper if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in proper)]
 
 
-def loop_report(instrs: list[Instr], head: int, tail: int, top: int, skip: list[tuple[int, int]] = []) -> str:
+def loop_report(instrs: list[Instr], head: int, tail: int, top: int,
+                skip: tuple[tuple[int, int], ...] = ()) -> str:
     """The table of one loop [head, tail] (both inclusive), without the instructions in the `skip` ranges."""
     body = [i for i in instrs if head <= i.addr <= tail and not any(a <= i.addr <= b for a, b in skip)]
     count: collections.Counter[str] = collections.Counter(i.klass for i in body)
@@ -173,7 +178,7 @@ def loop_report(instrs: list[Instr], head: int, tail: int, top: int, skip: list[
             lines.append(f"  {name:10s} {count[name]:5d} {stall[name]:6d} {waits[name]:5d}")
     fp = collections.Counter(i.opcode.split(".")[0] for i in body if i.klass == "FP32")
     lines.append("  FP32 by opcode: " + ", ".join(f"{op} {n}" for op, n in fp.most_common()))
-    lines.append(f"  largest stalls (stall, wait mask SB bits; the instruction before):")
+    lines.append("  largest stalls (stall, wait mask SB bits; the instruction before):")
     ranked = sorted(range(len(body)), key=lambda k: (-body[k].stall, body[k].addr))[:top]
     for k in sorted(ranked, key=lambda k: body[k].addr):
         i = body[k]
@@ -218,7 +223,7 @@ def main() -> None:
         if not ranges:
             sys.exit("sass_loop_stats: no backward branch around a wgmma; give --loop START:END")
     for head, tail in ranges:
-        skip = [tuple(int(x, 16) for x in r.split(":")) for r in args.skip]
+        skip = tuple((int(a, 16), int(b, 16)) for a, b in (r.split(":") for r in args.skip))
         print(loop_report(instrs, head, tail, args.top, skip))
         if args.dump:
             print(loop_listing(instrs, head, tail))
