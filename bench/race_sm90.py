@@ -23,7 +23,9 @@ every wgmma kernel here and for DeepGEMM alike, so the bound measures the fp8 wg
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -35,13 +37,14 @@ GRADE_CASES = [(4096, 32768, "causal"), (1024, 131072, "causal"), (671, 131072, 
                (4096, 32768, "multi_req"), (8192, 8192, "causal"), (1024, 1024, "multi_req"), (17, 76, "causal"),
                (61, 1024, "multi_req"), (1024, 1560, "misaligned"), (300, 3000, "cp"), (200, 2000, "empty")]
 LONG = [(4096, 32768), (2048, 65536), (1024, 131072)]
-RACE_BUILD = ROOT / "build" / "race"
+#: the race build (RAWINDEXER_RACE_BUILD overrides it: a variant built with --define)
+RACE_BUILD = Path(os.environ.get("RAWINDEXER_RACE_BUILD", ROOT / "build" / "race"))
 #: what --build compiles: the shipped wg plus every warp-specialised form ((design, consumers); BLOCK_M = nc * 128 / H)
 RACE_DESIGNS = (("ws", 2), ("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4), ("tma", 4), ("tmas", 4), ("tmas8", 4), ("tmas9", 4),
                 ("tmasb", 4), ("tmasb2", 4), ("tmasb3", 4), ("tmasb4", 4))
 
 
-def build_race(only: tuple[str, ...] = ()) -> None:
+def build_race(only: tuple[str, ...] = (), defines: tuple[str, ...] = ()) -> None:
     """Compile wg and the ws forms for H in {32, 64, 128}, D in {64, 128} into RACE_BUILD (the 4-consumer forms run
     at 112 registers and spill a few bytes, so they stay out of the default build and its no-spill test)."""
     import json
@@ -52,7 +55,9 @@ def build_race(only: tuple[str, ...] = ()) -> None:
     instances = [registry.Sm90Instance(h, d, 128 // h, "wg") for h in (32, 64, 128) for d in (64, 128)]
     instances += [registry.Sm90Instance(h, d, nc * 128 // h, design) for design, nc in RACE_DESIGNS
                   for h in (32, 64, 128) for d in (64, 128) if not only or design in only]
-    path = b.build_sm90(RACE_BUILD, instances)
+    tools = b.cuda_toolchain()
+    tools = dataclasses.replace(tools, extra_flags=(*tools.extra_flags, *(f"-D{d}" for d in defines)))
+    path = b.build_sm90(RACE_BUILD, instances, tools=tools)
     for name, k in json.loads(path.read_text())["targets"][b.SM90_ARCH]["kernels"].items():
         r = k["resources"]
         print(f"  {name:42s} regs={r['registers']:3d} spill={r['spill_stores'] + r['spill_loads']} "
@@ -331,10 +336,11 @@ def main() -> None:
     p.add_argument("--heads", type=int, default=32)
     p.add_argument("--build", action="store_true", help="compile RACE_BUILD (no GPU needed) and stop")
     p.add_argument("--build-only", default="", help="with --build: these RACE_DESIGNS only (comma list; wg always)")
+    p.add_argument("--define", action="append", default=[], help="with --build: NAME=VALUE, a -D for nvcc (repeatable)")
     p.add_argument("--smoke", default=None, help=argparse.SUPPRESS)  # child process of alive()
     a = p.parse_args()
     if a.build:
-        return build_race(tuple(filter(None, a.build_only.split(","))))
+        return build_race(tuple(filter(None, a.build_only.split(","))), tuple(a.define))
     if a.smoke:
         return smoke(a.smoke)
     if a.profile:

@@ -105,9 +105,15 @@ __device__ __forceinline__ void release_stage(uint32_t empty0, int& stage, uint3
   }
 }
 
+// TMA_KEPT_PAIRS (experiment, -1 = the rule below): the kept float4 pairs at H >= 64 forced to this count. Session 6's
+// static reading (PERFORMANCE.md "v12 static") ties the epilogue's encoded stalls to the registers the six kept pairs
+// hold; bench/race_sm90.py --build --define TMA_KEPT_PAIRS=N builds the variants.
+#ifndef TMA_KEPT_PAIRS
+#define TMA_KEPT_PAIRS -1
+#endif
 template <int H>
 __host__ __device__ constexpr int tma_kept_weight_pairs() {
-  return H == 32 ? 0 : 6;
+  return H == 32 ? 0 : (TMA_KEPT_PAIRS >= 0 ? TMA_KEPT_PAIRS : 6);
 }
 
 // A consumer's window bounds over its BMW rows, for the v9 tile loop below.
