@@ -116,6 +116,31 @@ __host__ __device__ constexpr int tma_kept_weight_pairs() {
   return H == 32 ? 0 : (TMA_KEPT_PAIRS >= 0 ? TMA_KEPT_PAIRS : 6);
 }
 
+// Exact f32 head reduction of one tile (as "wg"; kv_scale after it, kv_scale >= 0 commutes with the ReLU): column
+// group j of acc holds two heads (weight(j): their float2) of tokens tok0 (acc[4j + 0/1]) and tok0 + 8 (acc[4j + 2/3]).
+// Two FMA chains per (row, token) (even / odd head of each pair), added at the end: 4 * BMW independent chains per warp
+// instead of 2 * BMW, so the latency-bound chain of v7 is half as deep; then the quad reduce into this lane's res.
+template <int H, int NQ, typename Weight>
+__device__ __forceinline__ void tma_head_sums(const float (&acc)[NQ / 2], const Weight& weight,
+                                              float (&res)[2 * (NQ / H) >= 4 ? NQ / H / 2 : 1], int tig) {
+  constexpr int V = 2 * (NQ / H);
+  float part[V], odd[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < NQ / 8; ++j) {
+    const int r = j / (H / 8);
+    const float2 w = weight(j);
+    part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
+    odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
+    part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
+    odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) part[v] += odd[v];
+  quad_sums<V>(part, res, tig);
+}
+
 // A consumer's window bounds over its BMW rows, for the v9 tile loop below.
 struct TmaRowWindows {
   int clo, chi;      // union of the non-empty windows: a tile outside it needs no wgmma ("hit" is false)
@@ -169,25 +194,11 @@ __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end,
     release_stage(empty0, stage, phase, lane);
     float res[VPL];
     if (hit) {
-      // The same f32 order as the masked form: two FMA chains per (row, token), added at the end.
-      float part[V], odd[V];
-#pragma unroll
-      for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
-      float4 w4;
-#pragma unroll
-      for (int j = 0; j < NQ / 8; ++j) {
-        const int r = j / (H / 8);
-        if (j % 2 == 0)
-          w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
-        const float2 w = j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
-        part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-        odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
-        part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-        odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
-      }
-#pragma unroll
-      for (int v = 0; v < V; ++v) part[v] += odd[v];
-      quad_sums<V>(part, res, tig);
+      // column groups 2i and 2i + 1 share float4 i of this lane's weights (kept, or read once per pair)
+      tma_head_sums<H, NQ>(acc, [&](int j) {
+        const float4 w4 = j / 2 < WRP ? wkeep[j / 2] : *reinterpret_cast<const float4*>(w_s + 16 * (j / 2) + 4 * tig);
+        return j % 2 == 0 ? make_float2(w4.x, w4.y) : make_float2(w4.z, w4.w);
+      }, res, tig);
     }
     if (interior) {
 #pragma unroll
@@ -404,25 +415,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
         release_stage(empty0, stage, phase, lane);
         // Exact f32 head reduction (as "wg"), kv_scale after it (kv_scale >= 0 commutes with the ReLU).
         float res[VPL];
-        if (hit) {
-          // Two FMA chains per (row, token) (even / odd head of each pair), added at the end: 4 * BMW independent
-          // chains per warp instead of 2 * BMW, so the latency-bound chain of v7 is half as deep.
-          float part[V], odd[V];
-  #pragma unroll
-          for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
-  #pragma unroll
-          for (int j = 0; j < NQ / 8; ++j) {
-            const int r = j / (H / 8);
-            const float2 w = weight(j);
-            part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-            odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
-            part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-            odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
-          }
-  #pragma unroll
-          for (int v = 0; v < V; ++v) part[v] += odd[v];
-          quad_sums<V>(part, res, tig);
-        }
+        if (hit) tma_head_sums<H, NQ>(acc, weight, res, tig);
   #pragma unroll
         for (int i2 = 0; i2 < VPL; ++i2) {
           const int v = V >= 4 ? VPL * tig + i2 : (tig >> 1);
