@@ -446,18 +446,23 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
       if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
-      // Q (natural depth order, column n = row * H + head) into the swizzled layout, zero rows past next_n.
+      // DESIGN: Q staging by cp.async. Q (natural depth order, column n = row * H + head) into the swizzled layout,
+      // zero rows past next_n (src_bytes 0 from b's first row), and the weights: every copy in flight at once, one
+      // memory latency per block where the register loads (unrolled by four) waited two to three (session 7).
+      const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_s);
       for (int c = tid; c < QROWS * H * (D / 16); c += PT_CONSUMERS) {
         const int n = c / (D / 16), j = c % (D / 16);
-        const uint4 v = n < NN * H ? __ldg(reinterpret_cast<const uint4*>(q + (row0 * H + n) * D + 16 * j))
-                                   : make_uint4(0, 0, 0, 0);
-        *reinterpret_cast<uint4*>(q_s + swizzled<D>(n * D + 16 * j)) = v;
+        const bool ok = n < NN * H;
+        cp_async16_zfill(q0 + swizzled<D>(n * D + 16 * j), q + (row0 * H + (ok ? n : 0)) * D + 16 * j, ok ? 16u : 0u);
       }
       for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
         const int src = WLAYOUT ? pt_weight_column<H>(c) : c;
-        w_s[c] = src < NN * H ? weights[row0 * H + src] : 0.0f;
+        const bool ok = src < NN * H;
+        cp_async4_zfill(w0 + 4 * c, weights + row0 * H + (ok ? src : 0), ok ? 4u : 0u);
       }
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's generic stores are read by wgmma
+      cp_async_commit_group();
+      cp_async_wait_groups<0>();
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's cp.async writes are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
 
       auto wait_full = [&](int i) { pt_wait_full<S>(full0, i); };

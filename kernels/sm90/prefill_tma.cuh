@@ -257,36 +257,45 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   const int wgi = LEAN ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4, wq = warp % 4;
   const int gid = lane >> 2, tig = lane & 3;
 
+  // DESIGN: Q staging by cp.async. Q (and the weights) of the block go to shared memory as cp.async copies, all of
+  // them in flight at once and issued before the windows are read (they need only the row block); the wait comes
+  // just before the ring's barrier. A rolled LDG -> STS loop waited one memory latency per trip: ncu put 13% of the
+  // stall samples of 4096^2 multi_req H = 32 on its stores (docs/PERFORMANCE.md v13). Consumer c's Q = rows
+  // [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order; rows past M read as zeros.
+  const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
+  {
+    const RowBlock rq = row_block_of<BM>(M, flags);
+    for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
+      const int c = idx / (NQ * (D / 16));
+      const int rest = idx % (NQ * (D / 16));
+      const int n = rest / (D / 16), j = rest % (D / 16);
+      const int r = c * BMW + n / H;
+      const bool ok = r < rq.nrows;  // else src_bytes 0 (zeros) from a valid address
+      cp_async16_zfill(q0 + c * Q_BYTES + swizzled<D>(n * D + 16 * j),
+                       q + ((i64)(rq.m0 + (ok ? r : 0)) * H + (n % H)) * D + 16 * j, ok ? 16u : 0u);
+    }
+    if constexpr (!WREG) {
+      const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
+      for (int idx = tid; idx < NC * NQ; idx += THREADS) {
+        const int r = idx / H;  // consumer c's rows follow each other: idx = (c * BMW + row) * H + head
+        const bool ok = r < rq.nrows;
+        int slot = idx;
+        if constexpr (LEAN) {
+          // Column n = 8j + 2tig + e of consumer c at c NQ + 16 (j / 2) + 4 tig + 2 (j % 2) + e: the weights of
+          // column groups j and j + 1 (j even) are one float4 per lane (one LDS.128 for two groups).
+          const int c = idx / NQ, n = idx % NQ, j = n / 8;
+          slot = c * NQ + 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
+        }
+        cp_async4_zfill(w0 + 4 * slot, weights + (i64)(rq.m0 + (ok ? r : 0)) * H + idx % H, ok ? 4u : 0u);
+      }
+    }
+    cp_async_commit_group();
+  }
   const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
   if (tid == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
-
-  // Q of consumer c = rows [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order.
-  const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
-  for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
-    const int c = idx / (NQ * (D / 16));
-    const int rest = idx % (NQ * (D / 16));
-    const int n = rest / (D / 16), j = rest % (D / 16);
-    const int r = c * BMW + n / H;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + 16 * j);
-    *reinterpret_cast<uint4*>(q_all + c * Q_BYTES + swizzled<D>(n * D + 16 * j)) = v;
-  }
-  if constexpr (!WREG) {
-    for (int idx = tid; idx < NC * NQ; idx += THREADS) {
-      const int r = idx / H;  // consumer c's rows follow each other: idx = (c * BMW + row) * H + head
-      const float w = r < nrows ? weights[(i64)(m0 + r) * H + idx % H] : 0.0f;
-      if constexpr (LEAN) {
-        // Column n = 8j + 2tig + e of consumer c at c NQ + 16 (j / 2) + 4 tig + 2 (j % 2) + e: the weights of
-        // column groups j and j + 1 (j even) are one float4 per lane (one LDS.128 for two groups).
-        const int c = idx / NQ, n = idx % NQ, j = n / 8;
-        w_all[c * NQ + 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2] = w;
-      } else {
-        w_all[idx] = w;
-      }
-    }
-  }
+  cp_async_wait_groups<0>();  // this thread's Q and weight copies landed (init_ring_barriers fences and meets)
   const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars);
   const uint32_t empty0 = full0 + 8 * TMA_STAGES;
   const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);

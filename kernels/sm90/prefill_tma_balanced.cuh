@@ -53,10 +53,6 @@ struct TmabBuf {
   static constexpr int value = B;
 };
 
-// 4-byte cp.async (.ca: .cg takes 16 bytes only); src_bytes = 0 writes zeros.
-__device__ __forceinline__ void cp_async4_zfill(uint32_t dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
 constexpr int TMAB_BAR0 = 1;                // named barriers 1..4: one per consumer warpgroup (0 = __syncthreads)
 
 // The pieces of one block's cost range [u0, u1): row block r from the last r with prefix[r] <= u0 while

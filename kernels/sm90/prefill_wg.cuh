@@ -95,19 +95,40 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   const int gid = lane >> 2, tig = lane & 3;
   const int nthreads = num_warps * WARP;
 
-  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
+  const RowBlock rb = row_block_of<BM>(M, flags);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
-  // Stage Q: 16-byte global reads, scattered as 4-byte words into the permuted core-matrix layout.
-  for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
-    const int n = idx / (D / 16);
-    const int d0 = 16 * (idx % (D / 16));
-    const int r = n / H;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
-    store_q_chunk_permuted<D>(q_s, n, d0, v);
+  // DESIGN: Q staging, loads first. Every 16-byte global read of Q and every weight this thread stages is issued
+  // before its first shared store, and before the windows are read and staged, so a block waits one memory latency,
+  // not one per trip of a rolled LDG -> STS loop (session 7 ncu, 1024^2 causal H = 64: 20% of the stall samples on
+  // that loop's stores; docs/PERFORMANCE.md v13). Q is scattered as 4-byte words into the permuted core-matrix
+  // layout; rows past M are zeros.
+  {
+    constexpr int CHUNKS = NQ * (D / 16), TRIPS = CHUNKS / 128, W_TRIPS = (NQ + 127) / 128;  // num_warps >= 4
+    static_assert(CHUNKS % 128 == 0, "Q chunks: a whole number per thread of a 128-thread block");
+    uint4 v[TRIPS];
+    float wv[W_TRIPS];
+#pragma unroll
+    for (int i = 0; i < TRIPS; ++i) {
+      const int idx = tid + i * nthreads, n = idx / (D / 16), r = n / H;
+      v[i] = make_uint4(0, 0, 0, 0);
+      if (idx < CHUNKS && r < nrows) v[i] = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + 16 * (idx % (D / 16)));
+    }
+#pragma unroll
+    for (int i = 0; i < W_TRIPS; ++i) {
+      const int idx = tid + i * nthreads, r = idx / H;
+      wv[i] = idx < NQ && r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
+    }
+    start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);  // the windows, into win_s
+#pragma unroll
+    for (int i = 0; i < TRIPS; ++i) {
+      const int idx = tid + i * nthreads;
+      if (idx < CHUNKS) store_q_chunk_permuted<D>(q_s, idx / (D / 16), 16 * (idx % (D / 16)), v[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < W_TRIPS; ++i)
+      if (tid + i * nthreads < NQ) w_s[tid + i * nthreads] = wv[i];
   }
-  stage_weights<H>(w_s, weights, m0, nrows, NQ, tid, nthreads);
   // Generic-proxy stores read by the async proxy (wgmma) need this fence before the barrier.
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();

@@ -61,16 +61,6 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
 }
 
-// 16-byte cp.async that bypasses L1 (.cg); src_bytes = 0 writes zeros (a token past the window).
-__device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait_groups() {  // at most N of this thread's groups still in flight
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // SS = false: the K tile is read into registers (RS wgmma), filled by one cp.async.bulk per tile (row-major).
 // SS = true ("wss", experiment): both wgmma operands from shared memory, so the consumers hold no K registers
 // (4 consumers fit in 112 registers); the K tile must then be in core-matrix layout, which a one-dimensional
