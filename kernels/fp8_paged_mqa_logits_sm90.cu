@@ -172,12 +172,23 @@ struct TileOut {
 // DESIGN: fp32 head reduce of NR query rows from one accumulator set. Accumulator d[4j + 0/1] = (token gid,
 // column 8j + 2tig + 0/1), d[4j + 2/3] = (token gid + 8, same columns); column = (row - r0) * H + head. A
 // 2-shuffle quad reduce leaves token gid's sum in lane tig 0 and token gid + 8's in tig 1, which store it.
+// PAGED_RELU_FIRST (experiment, 0 = off): the ReLU of every accumulator applied in place before the FMA chains, so
+// no FFMA waits on the FMNMX just before it (as prefill's TMA_RELU_FIRST); the accumulators are dead afterwards.
+#ifndef PAGED_RELU_FIRST
+#define PAGED_RELU_FIRST 0
+#endif
 template <int H, int NR, int NN>
-__device__ __forceinline__ void head_reduce_store(const float (&acc)[NR * H / 2], int r0, const float* w_s,
+__device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int r0, const float* w_s,
                                                   float* __restrict__ out, i64 row0, i64 out_row_stride,
                                                   const TileOut& t, const int (&len)[MAX_NEXT_N], int len_max,
                                                   int warp, int gid, int tig, bool clean) {
   const int tok = t.tile * TILE + 16 * warp + gid + 8 * (tig & 1);
+  if constexpr (PAGED_RELU_FIRST) {
+#pragma unroll
+    for (int i = 0; i < NR * H / 2; ++i) acc[i] = fmaxf(acc[i], 0.0f);
+    fence_regs(acc);
+  }
+  auto relu = [&](int i) { return PAGED_RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
 #pragma unroll
   for (int i = 0; i < NR; ++i) {
     const int r = r0 + i;
@@ -187,10 +198,10 @@ __device__ __forceinline__ void head_reduce_store(const float (&acc)[NR * H / 2]
     for (int j = 0; j < H / 8; ++j) {
       const float2 w = *reinterpret_cast<const float2*>(w_s + r * H + 8 * j + 2 * tig);
       const int a = i * (H / 2) + 4 * j;
-      p0 = fmaf(fmaxf(acc[a + 0], 0.0f), w.x, p0);
-      p0 = fmaf(fmaxf(acc[a + 1], 0.0f), w.y, p0);
-      p1 = fmaf(fmaxf(acc[a + 2], 0.0f), w.x, p1);
-      p1 = fmaf(fmaxf(acc[a + 3], 0.0f), w.y, p1);
+      p0 = fmaf(relu(a + 0), w.x, p0);
+      p0 = fmaf(relu(a + 1), w.y, p0);
+      p1 = fmaf(relu(a + 2), w.x, p1);
+      p1 = fmaf(relu(a + 3), w.y, p1);
     }
     const bool odd = tig & 1;
     float v = (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);

@@ -120,21 +120,34 @@ __host__ __device__ constexpr int tma_kept_weight_pairs() {
 // group j of acc holds two heads (weight(j): their float2) of tokens tok0 (acc[4j + 0/1]) and tok0 + 8 (acc[4j + 2/3]).
 // Two FMA chains per (row, token) (even / odd head of each pair), added at the end: 4 * BMW independent chains per warp
 // instead of 2 * BMW, so the latency-bound chain of v7 is half as deep; then the quad reduce into this lane's res.
+// TMA_RELU_FIRST (experiment, 0 = off): the ReLU of every accumulator applied in place before the FMA chains start,
+// so no FFMA waits on the FMNMX just before it (session 7: ncu's `wait` stalls 1.8 per issue against DeepGEMM's 0.9,
+// and v12 static's FMNMX -> FFMA pairs); the accumulators are dead after the reduction (the next tile's first wgmma
+// overwrites them), so it costs no register.
+#ifndef TMA_RELU_FIRST
+#define TMA_RELU_FIRST 0
+#endif
 template <int H, int NQ, typename Weight>
-__device__ __forceinline__ void tma_head_sums(const float (&acc)[NQ / 2], const Weight& weight,
+__device__ __forceinline__ void tma_head_sums(float (&acc)[NQ / 2], const Weight& weight,
                                               float (&res)[2 * (NQ / H) >= 4 ? NQ / H / 2 : 1], int tig) {
   constexpr int V = 2 * (NQ / H);
   float part[V], odd[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
+  if constexpr (TMA_RELU_FIRST) {
+#pragma unroll
+    for (int i = 0; i < NQ / 2; ++i) acc[i] = fmaxf(acc[i], 0.0f);
+    fence_regs(acc);
+  }
 #pragma unroll
   for (int j = 0; j < NQ / 8; ++j) {
     const int r = j / (H / 8);
     const float2 w = weight(j);
-    part[2 * r] = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w.x, part[2 * r]);
-    odd[2 * r] = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w.y, odd[2 * r]);
-    part[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w.x, part[2 * r + 1]);
-    odd[2 * r + 1] = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w.y, odd[2 * r + 1]);
+    auto relu = [&](int i) { return TMA_RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
+    part[2 * r] = fmaf(relu(4 * j + 0), w.x, part[2 * r]);
+    odd[2 * r] = fmaf(relu(4 * j + 1), w.y, odd[2 * r]);
+    part[2 * r + 1] = fmaf(relu(4 * j + 2), w.x, part[2 * r + 1]);
+    odd[2 * r + 1] = fmaf(relu(4 * j + 3), w.y, odd[2 * r + 1]);
   }
 #pragma unroll
   for (int v = 0; v < V; ++v) part[v] += odd[v];
