@@ -120,13 +120,20 @@ __host__ __device__ constexpr int tma_kept_weight_pairs() {
 // group j of acc holds two heads (weight(j): their float2) of tokens tok0 (acc[4j + 0/1]) and tok0 + 8 (acc[4j + 2/3]).
 // Two FMA chains per (row, token) (even / odd head of each pair), added at the end: 4 * BMW independent chains per warp
 // instead of 2 * BMW, so the latency-bound chain of v7 is half as deep; then the quad reduce into this lane's res.
-// TMA_RELU_FIRST (experiment, 0 = off): the ReLU of every accumulator applied in place before the FMA chains start,
-// so no FFMA waits on the FMNMX just before it (session 7: ncu's `wait` stalls 1.8 per issue against DeepGEMM's 0.9,
-// and v12 static's FMNMX -> FFMA pairs); the accumulators are dead after the reduction (the next tile's first wgmma
-// overwrites them), so it costs no register.
+// DESIGN: ReLU first (H >= 64). The ReLU of every accumulator is applied in place before the FMA chains start, so no
+// FFMA waits on the FMNMX just before it: ncu's `wait` stalls ran 1.8 per issue against DeepGEMM's 0.9 (session 7), and
+// v12 static put the excess on the FMNMX -> FFMA pairs. The accumulators are dead after the reduction (the next tile's
+// first wgmma overwrites them), so it costs no register. Static (encoded stall cycles per tile, H = 64, D = 128):
+// tmasb4 599 -> 531, tmas 673 -> 558; measured (H200, same run): +0.8% (tmasb4) and +1.4% (tmas) at H = 64, -0.8% for
+// tmas at H = 32 (whose loop it made slower statically too: 644 -> 669), so H = 32 keeps the fused form.
+// TMA_RELU_FIRST (measurement builds): -1 = that rule, 0 = never, 1 = always.
 #ifndef TMA_RELU_FIRST
-#define TMA_RELU_FIRST 0
+#define TMA_RELU_FIRST -1
 #endif
+template <int H>
+__host__ __device__ constexpr bool tma_relu_first() {
+  return TMA_RELU_FIRST >= 0 ? TMA_RELU_FIRST != 0 : H >= 64;
+}
 template <int H, int NQ, typename Weight>
 __device__ __forceinline__ void tma_head_sums(float (&acc)[NQ / 2], const Weight& weight,
                                               float (&res)[2 * (NQ / H) >= 4 ? NQ / H / 2 : 1], int tig) {
@@ -134,7 +141,8 @@ __device__ __forceinline__ void tma_head_sums(float (&acc)[NQ / 2], const Weight
   float part[V], odd[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
-  if constexpr (TMA_RELU_FIRST) {
+  constexpr bool RELU_FIRST = tma_relu_first<H>();
+  if constexpr (RELU_FIRST) {
 #pragma unroll
     for (int i = 0; i < NQ / 2; ++i) acc[i] = fmaxf(acc[i], 0.0f);
     fence_regs(acc);
@@ -143,7 +151,7 @@ __device__ __forceinline__ void tma_head_sums(float (&acc)[NQ / 2], const Weight
   for (int j = 0; j < NQ / 8; ++j) {
     const int r = j / (H / 8);
     const float2 w = weight(j);
-    auto relu = [&](int i) { return TMA_RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
+    auto relu = [&](int i) { return RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
     part[2 * r] = fmaf(relu(4 * j + 0), w.x, part[2 * r]);
     odd[2 * r] = fmaf(relu(4 * j + 1), w.y, odd[2 * r]);
     part[2 * r + 1] = fmaf(relu(4 * j + 2), w.x, part[2 * r + 1]);
