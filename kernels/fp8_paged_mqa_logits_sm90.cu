@@ -50,6 +50,7 @@
 
 #include <stdint.h>
 
+#include "sm90/async_copy.cuh"  // cp_async_commit_group / cp_async_wait_groups (and the tma design's machinery)
 #include "sm90/wgmma.cuh"  // wgmma RS forms, smem_desc, fence_regs, wgmma_wait; common.cuh: u8, i64, WARP, word
 
 // FLAG_CLEAN_LOGITS (1) comes from sm90/common.cuh, the same bit as paged_kernels.FLAG_CLEAN_LOGITS.
@@ -101,11 +102,6 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
 }
 __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // The tile's gather, split over the warpgroup: chunk c = i * THREADS + tid (16 bytes of K) is key c / (D/16),
@@ -183,11 +179,7 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
                                                   const TileOut& t, const int (&len)[MAX_NEXT_N], int len_max,
                                                   int warp, int gid, int tig, bool clean) {
   const int tok = t.tile * TILE + 16 * warp + gid + 8 * (tig & 1);
-  if constexpr (PAGED_RELU_FIRST) {
-#pragma unroll
-    for (int i = 0; i < NR * H / 2; ++i) acc[i] = fmaxf(acc[i], 0.0f);
-    fence_regs(acc);
-  }
+  if constexpr (PAGED_RELU_FIRST) relu_in_place(acc);
   auto relu = [&](int i) { return PAGED_RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
 #pragma unroll
   for (int i = 0; i < NR; ++i) {
@@ -321,7 +313,7 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
         table_entries<D, BS>(tb, table_row, tile, len_max, tid);
         issue_tile<D, BS>(k_base + s * K_STAGE, s_base + s * S_STAGE, tb, kv_cache, tile, len_max, tid);
       }
-      cp_async_commit();
+      cp_async_commit_group();
     }
     TileBlocks<D> tb_next;
     if (tile_begin + STAGES - 1 < tile_end)
@@ -356,7 +348,7 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
     // One barrier per tile: after it, tile k has landed (every thread's copies) and every warp is done with
     // the slot of tile k - 1 (its keys are in registers), which is refilled with tile k + STAGES - 1.
     auto next_tile = [&](int tile, int k, uint32_t (&a)[KS][4], TileOut& t) {
-      cp_async_wait<STAGES - 2>();
+      cp_async_wait_groups<STAGES - 2>();
       __syncthreads();
       const int ahead = tile + STAGES - 1;
       if (ahead < tile_end) {
@@ -364,7 +356,7 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
         issue_tile<D, BS>(k_base + slot * K_STAGE, s_base + slot * S_STAGE, tb_next, kv_cache, ahead, len_max, tid);
         if (ahead + 1 < tile_end) table_entries<D, BS>(tb_next, table_row, ahead + 1, len_max, tid);
       }
-      cp_async_commit();
+      cp_async_commit_group();
 
       const int slot = k % STAGES;
       t.tile = tile;
@@ -465,7 +457,7 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
         }
       }
     }
-    cp_async_wait<0>();
+    cp_async_wait_groups<0>();
   }
 
   if (clean) fill_row_tails<NN>(out, row0, out_row_stride, len_max, max_context_len, split * num_warps + warp,

@@ -92,12 +92,11 @@ __device__ __forceinline__ RowBlock row_block_of(int M, int flags) {
   return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
 }
 
-// This block's row block, with each of its rows' windows clamped to [0, N) (empty when ke <= ks) staged once in
-// win_s for every warp (threads tid < BM write it; the caller's barrier publishes it).
+// The windows of row block rb's rows, clamped to [0, N) (empty when ke <= ks), staged once in win_s for every warp
+// (threads tid < BM write it; the caller's barrier publishes it).
 template <int BM>
-__device__ __forceinline__ RowBlock start_row_block(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
-                                                    int M, int N, int flags, int tid) {
-  const RowBlock rb = row_block_of<BM>(M, flags);
+__device__ __forceinline__ void stage_row_windows(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
+                                                  const RowBlock& rb, int N, int tid) {
   if (tid < BM) {
     int s = 0, e = 0;
     if (tid < rb.nrows) {
@@ -106,6 +105,14 @@ __device__ __forceinline__ RowBlock start_row_block(int2* win_s, const int* __re
     }
     win_s[tid] = make_int2(s, e);
   }
+}
+
+// This block's row block, its windows staged (stage_row_windows).
+template <int BM>
+__device__ __forceinline__ RowBlock start_row_block(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
+                                                    int M, int N, int flags, int tid) {
+  const RowBlock rb = row_block_of<BM>(M, flags);
+  stage_row_windows<BM>(win_s, ks, ke, rb, N, tid);
   return rb;
 }
 

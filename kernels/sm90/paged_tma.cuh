@@ -658,8 +658,8 @@ __device__ __forceinline__ void paged_tma_persistent_body(
           else
             w_s[c] = 0.0f;
         }
-        cp_async_commit();
-        cp_async_wait<0>();
+        cp_async_commit_group();
+        cp_async_wait_groups<0>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
       }

@@ -142,16 +142,12 @@ __device__ __forceinline__ void tma_head_sums(float (&acc)[NQ / 2], const Weight
 #pragma unroll
   for (int v = 0; v < V; ++v) part[v] = odd[v] = 0.0f;
   constexpr bool RELU_FIRST = tma_relu_first<H>();
-  if constexpr (RELU_FIRST) {
-#pragma unroll
-    for (int i = 0; i < NQ / 2; ++i) acc[i] = fmaxf(acc[i], 0.0f);
-    fence_regs(acc);
-  }
+  if constexpr (RELU_FIRST) relu_in_place(acc);
+  auto relu = [&](int i) { return RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
 #pragma unroll
   for (int j = 0; j < NQ / 8; ++j) {
     const int r = j / (H / 8);
     const float2 w = weight(j);
-    auto relu = [&](int i) { return RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
     part[2 * r] = fmaf(relu(4 * j + 0), w.x, part[2 * r]);
     odd[2 * r] = fmaf(relu(4 * j + 1), w.y, odd[2 * r]);
     part[2 * r + 1] = fmaf(relu(4 * j + 2), w.x, part[2 * r + 1]);
@@ -283,38 +279,36 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   // just before the ring's barrier. A rolled LDG -> STS loop waited one memory latency per trip: ncu put 13% of the
   // stall samples of 4096^2 multi_req H = 32 on its stores (docs/PERFORMANCE.md v13). Consumer c's Q = rows
   // [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order; rows past M read as zeros.
-  const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
-  {
-    const RowBlock rq = row_block_of<BM>(M, flags);
-    for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
-      const int c = idx / (NQ * (D / 16));
-      const int rest = idx % (NQ * (D / 16));
-      const int n = rest / (D / 16), j = rest % (D / 16);
-      const int r = c * BMW + n / H;
-      const bool ok = r < rq.nrows;  // else src_bytes 0 (zeros) from a valid address
-      cp_async16_zfill(q0 + c * Q_BYTES + swizzled<D>(n * D + 16 * j),
-                       q + ((i64)(rq.m0 + (ok ? r : 0)) * H + (n % H)) * D + 16 * j, ok ? 16u : 0u);
-    }
-    if constexpr (!WREG) {
-      const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
-      for (int idx = tid; idx < NC * NQ; idx += THREADS) {
-        const int r = idx / H;  // consumer c's rows follow each other: idx = (c * BMW + row) * H + head
-        const bool ok = r < rq.nrows;
-        int slot = idx;
-        if constexpr (LEAN) {
-          // Column n = 8j + 2tig + e of consumer c at c NQ + 16 (j / 2) + 4 tig + 2 (j % 2) + e: the weights of
-          // column groups j and j + 1 (j even) are one float4 per lane (one LDS.128 for two groups).
-          const int c = idx / NQ, n = idx % NQ, j = n / 8;
-          slot = c * NQ + 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
-        }
-        cp_async4_zfill(w0 + 4 * slot, weights + (i64)(rq.m0 + (ok ? r : 0)) * H + idx % H, ok ? 4u : 0u);
-      }
-    }
-    cp_async_commit_group();
-  }
-  const RowBlock rb = start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);
+  const RowBlock rb = row_block_of<BM>(M, flags);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
+  const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
+  for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
+    const int c = idx / (NQ * (D / 16));
+    const int rest = idx % (NQ * (D / 16));
+    const int n = rest / (D / 16), j = rest % (D / 16);
+    const int r = c * BMW + n / H;
+    const bool ok = r < nrows;  // else src_bytes 0 (zeros) from a valid address
+    cp_async16_zfill(q0 + c * Q_BYTES + swizzled<D>(n * D + 16 * j),
+                     q + ((i64)(m0 + (ok ? r : 0)) * H + (n % H)) * D + 16 * j, ok ? 16u : 0u);
+  }
+  if constexpr (!WREG) {
+    const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
+    for (int idx = tid; idx < NC * NQ; idx += THREADS) {
+      const int r = idx / H;  // consumer c's rows follow each other: idx = (c * BMW + row) * H + head
+      const bool ok = r < nrows;
+      int slot = idx;
+      if constexpr (LEAN) {
+        // Column n = 8j + 2tig + e of consumer c at c NQ + 16 (j / 2) + 4 tig + 2 (j % 2) + e: the weights of
+        // column groups j and j + 1 (j even) are one float4 per lane (one LDS.128 for two groups).
+        const int c = idx / NQ, n = idx % NQ, j = n / 8;
+        slot = c * NQ + 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
+      }
+      cp_async4_zfill(w0 + 4 * slot, weights + (i64)(m0 + (ok ? r : 0)) * H + idx % H, ok ? 4u : 0u);
+    }
+  }
+  cp_async_commit_group();
+  stage_row_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
   if (tid == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
   cp_async_wait_groups<0>();  // this thread's Q and weight copies landed (init_ring_barriers fences and meets)
   const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars);

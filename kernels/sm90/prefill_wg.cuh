@@ -119,7 +119,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
       const int idx = tid + i * nthreads, r = idx / H;
       wv[i] = idx < NQ && r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
     }
-    start_row_block<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid);  // the windows, into win_s
+    stage_row_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
 #pragma unroll
     for (int i = 0; i < TRIPS; ++i) {
       const int idx = tid + i * nthreads;

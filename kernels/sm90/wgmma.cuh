@@ -78,6 +78,14 @@ __device__ __forceinline__ void fence_regs(float (&a)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(a[i])::"memory");
 }
+// ReLU of every accumulator in place, the order kept by the fence (the head reductions' "ReLU first" form: no FMA then
+// waits on the max just before it; the accumulators are dead after the reduction).
+template <int N>
+__device__ __forceinline__ void relu_in_place(float (&a)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) a[i] = fmaxf(a[i], 0.0f);
+  fence_regs(a);
+}
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
