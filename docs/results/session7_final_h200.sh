@@ -7,12 +7,9 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/final7; rm -rf "$OUT"
-source docs/results/device_common.sh
+source docs/results/device_common.sh   # step, run_step, pack
+PACK=$RES/final7.tgz
 DEADLINE=${DEADLINE:-560}
-pack() { tar -C "$OUT" -czf "$RES/final7.tgz" . 2>/dev/null; }
-run_step() { local name=$1 limit=$2; shift 2; local left=$(( DEADLINE - ($(date +%s) - T0) ));
-             [ "$left" -lt 15 ] && { echo "== $name skipped: ${left} s left"; return; }
-             [ "$limit" -gt "$left" ] && limit=$left; step "$name" "$limit" "$@"; pack; }
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 RACE="$SAN --tool racecheck --report-api-errors no --error-exitcode 9"
 TAIL=16 run_step bench 150 python3 -m rawindexer.bench --reps 10 --out "$OUT/bench"

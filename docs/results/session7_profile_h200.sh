@@ -8,12 +8,9 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session7_prof; rm -rf "$OUT"
-source docs/results/device_common.sh
+source docs/results/device_common.sh   # step, run_step, pack
+PACK=$RES/session7_profile.tgz
 DEADLINE=${DEADLINE:-300}
-pack() { tar -C "$OUT" -czf "$RES/session7_profile.tgz" --exclude '*.ncu-rep' . 2>/dev/null; }
-run_step() { local name=$1 limit=$2; shift 2; local left=$(( DEADLINE - ($(date +%s) - T0) ));
-             [ "$left" -lt 10 ] && { echo "== $name skipped: ${left} s left"; return 1; }
-             [ "$limit" -gt "$left" ] && limit=$left; step "$name" "$limit" "$@"; pack; }
 NCU_BIN=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 SECTIONS="--section SpeedOfLight --section WarpStateStats --section SourceCounters --section LaunchStats --section Occupancy"
 M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__throughput.avg.pct_of_peak_sustained_elapsed

@@ -8,12 +8,9 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session7_rf; rm -rf "$OUT"
-source docs/results/device_common.sh
+source docs/results/device_common.sh   # step, run_step, pack
+PACK=$RES/session7_relufirst.tgz
 DEADLINE=${DEADLINE:-400}
-pack() { tar -C "$OUT" -czf "$RES/session7_relufirst.tgz" . 2>/dev/null; }
-run_step() { local name=$1 limit=$2; shift 2; local left=$(( DEADLINE - ($(date +%s) - T0) ));
-             [ "$left" -lt 10 ] && { echo "== $name skipped: ${left} s left"; return 1; }
-             [ "$limit" -gt "$left" ] && limit=$left; step "$name" "$limit" "$@"; pack; }
 BASE=$PWD/rawindexer/_kernels RF=$PWD/.v/prf_race
 run_step smoke 40 env RAWINDEXER_KERNEL_DIR=$PWD/.v/prf python3 bench/paged_profile.py --impl tma --batch 8 --context 4096 --next-n 2 --heads 64
 for i in 1 2; do

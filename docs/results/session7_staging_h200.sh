@@ -10,12 +10,9 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session7_staging; rm -rf "$OUT"
-source docs/results/device_common.sh
+source docs/results/device_common.sh   # step, run_step, pack
+PACK=$RES/session7_staging.tgz
 DEADLINE=${DEADLINE:-540}
-pack() { tar -C "$OUT" -czf "$RES/session7_staging.tgz" . 2>/dev/null; }
-run_step() { local name=$1 limit=$2; shift 2; local left=$(( DEADLINE - ($(date +%s) - T0) ));
-             [ "$left" -lt 10 ] && { echo "== $name skipped: ${left} s left"; return 1; }
-             [ "$limit" -gt "$left" ] && limit=$left; step "$name" "$limit" "$@"; pack; }
 NEW=$PWD/rawindexer/_kernels OLD=$PWD/.v/s6
 run_step smoke 60 bash -c 'python3 bench/prefill_profile.py --impl ours --rows 1024 --keys 1024 --window causal --heads 64 --calls 2 &&
   python3 bench/prefill_profile.py --impl ours --rows 4096 --keys 4096 --window multi_req --heads 32 --calls 2 &&
