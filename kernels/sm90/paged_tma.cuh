@@ -93,6 +93,18 @@
 #ifndef PAGED_TMA_PERSISTENT
 #define PAGED_TMA_PERSISTENT 0
 #endif
+// PAGED_TMA_PRODUCER_SUSPEND_NS (experiment, session 8; 0 = the shipped spin): the suspend-time hint on the producer's
+// waits for a free ring slot only (the consumers keep mbar_wait). ncu at N = 128 counted ~219 of the 1431 warp
+// instructions per tile in the producer's spin; the session-5 hint on every wait also lengthened the consumers' loop.
+#ifndef PAGED_TMA_PRODUCER_SUSPEND_NS
+#define PAGED_TMA_PRODUCER_SUSPEND_NS 0
+#endif
+// PAGED_TMA_DESC_ADD (experiment, session 8; 0 = the shipped form): the single-wgmma path builds its two descriptors
+// once per (tile, chunk) and steps the k offset in the address field (pt_desc_add), as the HALVES path does; the
+// shipped form rebuilds both per k step (~11 instructions each, 4 k steps per tile at D = 128).
+#ifndef PAGED_TMA_DESC_ADD
+#define PAGED_TMA_DESC_ADD 0
+#endif
 
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
@@ -139,6 +151,20 @@ __device__ __forceinline__ void pt_wait(uint32_t bar, uint32_t parity) {
         "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
         "@!p bra PT_WAIT;\n}\n" ::"r"(bar),
         "r"(parity), "n"(PAGED_TMA_SUSPEND_NS)
+        : "memory");
+  }
+}
+
+// The producer's wait for a free slot (PAGED_TMA_PRODUCER_SUSPEND_NS: with a suspend-time hint).
+__device__ __forceinline__ void pt_wait_free(uint32_t bar, uint32_t parity) {
+  if constexpr (PAGED_TMA_PRODUCER_SUSPEND_NS == 0) {
+    pt_wait(bar, parity);
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nPT_WAIT_FREE:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
+        "@!p bra PT_WAIT_FREE;\n}\n" ::"r"(bar),
+        "r"(parity), "n"(PAGED_TMA_PRODUCER_SUSPEND_NS)
         : "memory");
   }
 }
@@ -241,7 +267,7 @@ __device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_
       const int block = __shfl_sync(0xffffffffu, mine, j);
       const int i = i0 + t0 - tile_begin + j, stage = i % S;
       if (lane == 0) {
-        if (i >= S) pt_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+        if (i >= S) pt_wait_free(empty0 + 8 * stage, ((i / S) - 1) & 1);
         mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
         pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
         bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
@@ -305,6 +331,11 @@ __device__ __forceinline__ void pt_issue(float (&acc)[RPC * H / 2], uint32_t rin
 #pragma unroll
     for (int s = 0; s < KS; ++s)
       wgmma_ss_k32<NHI>(hi, pt_desc_add(da, 2 * s), pt_desc_add(db, HI_COLS + 2 * s), s > 0);
+  } else if constexpr (PAGED_TMA_DESC_ADD) {
+    const uint64_t da = swizzled_desc<D>(ring0 + (i % S) * K_STAGE);
+    const uint64_t db = swizzled_desc<D>(q0 + chunk * RPC * H * D);
+#pragma unroll
+    for (int s = 0; s < KS; ++s) wgmma_ss_k32<NC>(acc, pt_desc_add(da, 2 * s), pt_desc_add(db, 2 * s), s > 0);
   } else {
 #pragma unroll
     for (int s = 0; s < KS; ++s)
