@@ -158,10 +158,13 @@ __device__ __forceinline__ void tma_head_sums(float (&acc)[NQ / 2], const Weight
   quad_sums<V>(part, res, tig);
 }
 
-// TMA_PEEL_INTERIOR (experiment, session 8; 0 = off): tma_consumer_tiles runs its interior tiles in a copy of the tile
-// body without window tests (v12 static: 7 branches per tile against DeepGEMM's 2, two with S11-S13 predicate moves).
+// TMA_PEEL_INTERIOR (session 8, v14; 1 = shipped, 0 = the session-7 loop for measurements): tma_consumer_tiles runs its
+// interior tiles in a copy of the tile body without window tests. v12 static had 7 branches per tile against
+// DeepGEMM's 2, two of them behind S11-S13 predicate moves; the interior copy is 211 instructions / 340 encoded stall
+// cycles per tile against the general body's 248 / 531 (tmasb4, H 64; DeepGEMM 230 / 353). Measured (H200, three
+// races each beside the session-7 build): tmas +7.4% at H 64, +0.7% at H 32; tmasb4 +1.7% / +2.7% (docs/PERFORMANCE.md v14).
 #ifndef TMA_PEEL_INTERIOR
-#define TMA_PEEL_INTERIOR 0
+#define TMA_PEEL_INTERIOR 1
 #endif
 template <bool B>
 struct TmaTag {
@@ -249,7 +252,7 @@ __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end,
     out_tile += TMA_TILE;
   };
   if constexpr (TMA_PEEL_INTERIOR) {
-    // DESIGN (experiment): the interior tiles [ib, ie) -- base >= in_lo and base + 64 <= in_hi -- run a copy of the
+    // DESIGN: the interior tiles [ib, ie) -- base >= in_lo and base + 64 <= in_hi -- run a copy of the
     // body without the window tests and their branches; the tiles before and after them run the general body.
     const int d = in_lo - lo, e = in_hi - lo;
     const int ib = min(max(d <= 0 ? 0 : (d + TMA_TILE - 1) / TMA_TILE, tile_begin), tile_end);

@@ -140,20 +140,21 @@ def test_balanced_plan_falls_back_to_the_split_grid(balanced_dir, encoder, why):
 
 
 @pytest.mark.parametrize("M, N, H, clean, want", [
-    (671, 131072, 32, True, "balanced"),   # few row blocks, uneven spans: 1.6-1.8x tmas on multi_req
+    (671, 131072, 32, True, "balanced"),   # few row blocks, uneven spans: 1.6-1.9x tmas on multi_req
     (671, 131072, 32, False, "balanced"),
-    (1023, 32768, 32, False, "balanced"),   # the H = 32 band's last row count
-    (4096, 32768, 64, False, "balanced"),   # the wave tail at H = 64: +4-6.5%
-    (1024, 131072, 64, False, "balanced"),
-    (4096, 32768, 64, True, "balanced"),    # causal +4.5%, multi_req -2.5% (still faster than DeepGEMM)
-    (671, 131072, 64, False, "balanced"),   # multi_req +12%, causal -3% (still faster than DeepGEMM)
-    (512, 4096, 64, True, "balanced"),      # the H = 64 corner: AUTO_BALANCED_M64 rows, AUTO_TMAS_MIN_N keys
-    (8192, 8192, 64, False, "balanced"),    # +2.6-4.6% at clean = 0
-    (511, 32768, 64, False, "tmas"),       # below AUTO_BALANCED_M64
-    (128, 32768, 64, True, "tmas"),        # its fixed cost at 128 rows
-    (4096, 32768, 32, False, "tmas"),      # even at H = 32 from 1024 rows
+    (512, 32768, 32, False, "balanced"),   # the H = 32 corner: AUTO_BALANCED_M32 rows, AUTO_BALANCED_MIN_N keys
+    (4096, 32768, 32, False, "balanced"),  # long rows at H = 32: +2-4% over tmas since v14
+    (1024, 131072, 32, True, "balanced"),
+    (511, 131072, 32, False, "tmas"),      # below AUTO_BALANCED_M32
     (671, 16384, 32, False, "tmas"),       # H = 32 below AUTO_BALANCED_MIN_N
+    (8192, 8192, 32, True, "tmas"),
     (128, 32768, 32, True, "tmas"),
+    (1024, 131072, 64, False, "balanced"),  # the longest rows at H = 64: +2.5-5% over tmas (v14)
+    (2048, 65536, 64, True, "balanced"),    # the H = 64 corner: AUTO_BALANCED_M64 rows, AUTO_BALANCED_MIN_N64 keys
+    (1023, 131072, 64, False, "tmas"),     # below AUTO_BALANCED_M64 (671 x 131072: tmas 5-16% faster)
+    (4096, 32768, 64, True, "tmas"),       # below AUTO_BALANCED_MIN_N64: tmas 0-4% faster since v14
+    (8192, 8192, 64, False, "tmas"),
+    (128, 32768, 64, True, "tmas"),
     (4096, 32768, 128, False, "tmas"),     # not measured at H = 128
     (1024, 1024, 32, True, "wg"),
     (1024, 1024, 64, False, "wg"),         # below AUTO_TMAS_MIN_N: wg, whatever the rows

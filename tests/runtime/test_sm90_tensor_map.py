@@ -73,8 +73,8 @@ def test_tmas_plan_carries_the_map_of_its_k_pointer(encoder):
 def test_auto_takes_tmas_for_long_rows_and_wg_otherwise(encoder):
     fam = _family()
     assert fam.design == "auto" and fam.is_supported(64, 128) and fam.is_supported(32, 64)
-    long_rows = fam.plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)  # (H = 64: balanced)
-    assert long_rows.config["design"] == "tmas" and long_rows.symbol.endswith("_bm16_tmas")
+    long_rows = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(), PTRS, 132)  # (H = 32: balanced)
+    assert long_rows.config["design"] == "tmas" and long_rows.symbol.endswith("_bm8_tmas")
     short_rows = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
     assert short_rows.config["design"] == "wg" and "k_tensor_map" not in short_rows.config
     # a caller's block_m / num_warps are the wg heuristic's knobs: auto honours them with wg
@@ -139,13 +139,13 @@ def test_launch_path_binds_the_balanced_schedule_like_tmas(cuda2, encoder):
     api._RAW.clear()
     ptrs = [0x100000 * (i + 1) for i in range(7)]
     other_k = ptrs[:1] + [0x900000] + ptrs[2:]
-    kw = dict(M=2048, N=32768, num_heads=64, head_dim=128, clean_logits=False, stream=stream_of(0, 5), device="cuda")
+    kw = dict(M=2048, N=65536, num_heads=64, head_dim=128, clean_logits=False, stream=stream_of(0, 5), device="cuda")
     for p in (ptrs, other_k, ptrs):
         t = rawindexer.launch(*p, **kw)
         launch = cuda2.launches()[-1][1]
         args = launch[7]
         slot = t.config["k_tensor_map"]["slot"]
         assert t.symbol.endswith("_" + sm90.AUTO_BALANCED) and t.config["balanced_blocks"] == t.grid[0]
-        assert args[slot["offset"]:slot["offset"] + 128] == fake_map(p[1], 32768, 128)
+        assert args[slot["offset"]:slot["offset"] + 128] == fake_map(p[1], 65536, 128)
         assert tuple(int.from_bytes(args[8 * i:8 * i + 8], "little") for i in range(7)) == tuple(p)
     api._RAW.clear()
