@@ -173,7 +173,9 @@ struct TileOut {
 #ifndef PAGED_RELU_FIRST
 #define PAGED_RELU_FIRST 0
 #endif
-template <int H, int NR, int NN>
+// INTERIOR: the caller knows every key of the tile is inside every row's valid range (PAGED_TMA_PEEL), so the stores
+// need no length tests.
+template <int H, int NR, int NN, bool INTERIOR = false>
 __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int r0, const float* w_s,
                                                   float* __restrict__ out, i64 row0, i64 out_row_stride,
                                                   const TileOut& t, const int (&len)[MAX_NEXT_N], int len_max,
@@ -198,17 +200,21 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
     const bool odd = tig & 1;
     float v = (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
     v += __shfl_xor_sync(0xffffffffu, v, 2);
-    int row_len = len[0];
+    if constexpr (INTERIOR) {
+      if (tig < 2) out[(row0 + r) * out_row_stride + tok] = v * (odd ? t.sc1 : t.sc0);
+    } else {
+      int row_len = len[0];
 #pragma unroll
-    for (int rr = 1; rr < MAX_NEXT_N; ++rr)
-      if (r == rr) row_len = len[rr];
-    // Columns >= len_max belong to the -inf fill.
-    if (tig < 2 && tok < len_max) {
-      float* dst = out + (row0 + r) * out_row_stride + tok;
-      if (tok < row_len)
-        *dst = v * (odd ? t.sc1 : t.sc0);
-      else if (clean)
-        *dst = -__int_as_float(0x7f800000);
+      for (int rr = 1; rr < MAX_NEXT_N; ++rr)
+        if (r == rr) row_len = len[rr];
+      // Columns >= len_max belong to the -inf fill.
+      if (tig < 2 && tok < len_max) {
+        float* dst = out + (row0 + r) * out_row_stride + tok;
+        if (tok < row_len)
+          *dst = v * (odd ? t.sc1 : t.sc0);
+        else if (clean)
+          *dst = -__int_as_float(0x7f800000);
+      }
     }
   }
 }

@@ -105,6 +105,18 @@
 #ifndef PAGED_TMA_DESC_ADD
 #define PAGED_TMA_DESC_ADD 0
 #endif
+// PAGED_TMA_PEEL (experiment, session 8; 0 = off): the one-accumulator loop (N > PAGED_TMA_PIPE_MAX_N) runs the tiles
+// that lie inside every row's valid range (a prefix of the split) with a head reduce whose stores carry no length
+// tests, as prefill's TMA_PEEL_INTERIOR (v14).
+// At H = 32 (next_n 4) the second copy of the reduce took ptxas from 92 to 102 registers (three blocks per SM; with
+// __launch_bounds__(160, 4) the loop recomputes addresses: 270 -> 322 instructions), so the peel runs at H >= 64.
+#ifndef PAGED_TMA_PEEL
+#define PAGED_TMA_PEEL 0
+#endif
+template <int H>
+__host__ __device__ constexpr bool pt_peel() {
+  return PAGED_TMA_PEEL && H >= 64;
+}
 
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
@@ -346,12 +358,13 @@ __device__ __forceinline__ void pt_issue(float (&acc)[RPC * H / 2], uint32_t rin
 }
 
 // The consumer loop over ring tiles [begin, end) (end > begin), CHUNKS row chunks per tile: wait_full(i),
-// issue(acc, i, chunk), scales(i) -> TileOut, release(i), reduce(acc, chunk, t). acc1 is used only where PIPE.
+// issue(acc, i, chunk), scales(i) -> TileOut, release(i), reduce(acc, chunk, t, interior). acc1 is used only
+// where PIPE. Without PIPE, tiles [begin, interior_end) are reduced as interior (PAGED_TMA_PEEL), the rest not.
 template <bool PIPE, int CHUNKS, int NACC, int NACC1, typename WaitFull, typename Issue, typename Scales,
           typename Release, typename Reduce>
 __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&acc1)[NACC1], int begin, int end,
-                                                 WaitFull&& wait_full, Issue&& issue, Scales&& scales,
-                                                 Release&& release, Reduce&& reduce) {
+                                                 int interior_end, WaitFull&& wait_full, Issue&& issue,
+                                                 Scales&& scales, Release&& release, Reduce&& reduce) {
   if constexpr (PIPE) {
     // DESIGN: unit u + 1's wgmma runs while unit u's head reduce does (two accumulator sets); a unit is one
     // (tile, row chunk), u = tile * CHUNKS + chunk. A tile's slot is released after its last chunk's wgmma.
@@ -363,7 +376,7 @@ __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&ac
     auto finish = [&](float (&acc)[NACC], int u) {
       const TileOut t = scales(u / CHUNKS);
       if (u % CHUNKS == CHUNKS - 1) release(u / CHUNKS);
-      reduce(acc, u % CHUNKS, t);
+      reduce(acc, u % CHUNKS, t, false);
     };
     start(acc0, begin * CHUNKS);
     for (int u = begin * CHUNKS;; u += 2) {
@@ -386,7 +399,8 @@ __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&ac
     }
   } else {
     // wgmma -> wait -> reduce per (tile, chunk): one accumulator set, all of a tile's chunks on one wait_full.
-    for (int i = begin; i < end; ++i) {
+    // (a bool, constant in each loop once inlined: a generic lambda with a tag type here crashed cicc 13.0)
+    auto tile = [&](int i, bool interior) {
       wait_full(i);
       const TileOut t = scales(i);
 #pragma unroll
@@ -394,9 +408,12 @@ __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&ac
         issue(acc0, i, chunk);
         wgmma_wait<0>();
         if (chunk == CHUNKS - 1) release(i);
-        reduce(acc0, chunk, t);
+        reduce(acc0, chunk, t, interior);
       }
-    }
+    };
+    int i = begin;
+    for (; i < interior_end; ++i) tile(i, true);
+    for (; i < end; ++i) tile(i, false);
   }
 }
 
@@ -511,7 +528,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           for (int g = 0; g < H / 16; ++g)
             w_reg[i][g] = *reinterpret_cast<const float4*>(w_s + i * H + 16 * g + 4 * tig);
       }
-      auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
+      auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool interior) {
         fence_regs(acc);
         if constexpr (WREGS) {
           pt_head_reduce<H, RPC, NN>(acc, chunk * RPC, [&](int i, int g) { return w_reg[i][g]; }, out, row0,
@@ -523,8 +540,12 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
               [&](int i, int g) { return *reinterpret_cast<const float4*>(w_rows + i * H + 16 * g); }, out, row0,
               out_row_stride, t, len, len_max, warp, gid, tig, clean);
         } else {
-          head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp,
-                                        gid, tig, clean);
+          if (interior)
+            head_reduce_store<H, RPC, NN, true>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max,
+                                                warp, gid, tig, clean);
+          else
+            head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp,
+                                          gid, tig, clean);
         }
       };
 
@@ -533,7 +554,12 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       for (int k = 0; k < NACC; ++k) acc0[k] = 0.0f;
 #pragma unroll
       for (int k = 0; k < (PIPE ? NACC : 1); ++k) acc1[k] = 0.0f;
-      pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, 0, n_tiles, wait_full, issue, scales, release, reduce);
+      // PAGED_TMA_PEEL: the split's tiles that end inside the shortest row, a prefix of it
+      int len_min = len[0];
+#pragma unroll
+      for (int j = 1; j < NN; ++j) len_min = min(len_min, len[j]);
+      const int interior_end = pt_peel<H>() ? min(max(len_min / TILE - tile_begin, 0), n_tiles) : 0;
+      pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, 0, n_tiles, interior_end, wait_full, issue, scales, release, reduce);
       if constexpr (SMR > 0) {  // every setmaxnreg region ends in a return (no join of register budgets)
         fill_tail();
         pt_exit();
@@ -697,12 +723,12 @@ __device__ __forceinline__ void paged_tma_persistent_body(
       // r: the block's running tile count (the ring slot r % S, its phase r / S); tile = r + tile_off
       const int tile_off = x.tile_begin - g, r_end = g + x.n_tiles;
       auto scales = [&](int r) { return pt_tile_scales<S>(s_s, r, r + tile_off, warp, gid); };
-      auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
+      auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool) {
         fence_regs(acc);
         head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, x.len, x.len_max, warp,
                                       gid, tig, clean);
       };
-      pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, g, r_end, wait_full, issue, scales, release, reduce);
+      pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, g, r_end, g, wait_full, issue, scales, release, reduce);
       g = r_end;
     }
   }
