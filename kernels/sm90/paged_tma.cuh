@@ -96,22 +96,28 @@
 // PAGED_TMA_PRODUCER_SUSPEND_NS (experiment, session 8; 0 = the shipped spin): the suspend-time hint on the producer's
 // waits for a free ring slot only (the consumers keep mbar_wait). ncu at N = 128 counted ~219 of the 1431 warp
 // instructions per tile in the producer's spin; the session-5 hint on every wait also lengthened the consumers' loop.
+// Measured with DESC_ADD (0x989680, docs/PAGED.md "Session 8"): no faster than DESC_ADD alone: off.
 #ifndef PAGED_TMA_PRODUCER_SUSPEND_NS
 #define PAGED_TMA_PRODUCER_SUSPEND_NS 0
 #endif
 // PAGED_TMA_DESC_ADD (experiment, session 8; 0 = the shipped form): the single-wgmma path builds its two descriptors
 // once per (tile, chunk) and steps the k offset in the address field (pt_desc_add), as the HALVES path does; the
-// shipped form rebuilds both per k step (~11 instructions each, 4 k steps per tile at D = 128).
+// shipped form rebuilds both per k step (~11 instructions each, 4 k steps per tile at D = 128). Static: 356 -> 344
+// loop instructions at H 64 next_n 2 (ptxas still moves each descriptor into uniform registers per wgmma). Measured
+// (two A/Bs, docs/PAGED.md "Session 8"): 0.3-1% at the large N = 128 cases, within the +-5% run-to-run spread of
+// H 32 next_n 4 elsewhere (slower there in both runs): off.
 #ifndef PAGED_TMA_DESC_ADD
 #define PAGED_TMA_DESC_ADD 0
 #endif
-// PAGED_TMA_PEEL (experiment, session 8; 0 = off): the one-accumulator loop (N > PAGED_TMA_PIPE_MAX_N) runs the tiles
-// that lie inside every row's valid range (a prefix of the split) with a head reduce whose stores carry no length
-// tests, as prefill's TMA_PEEL_INTERIOR (v14).
+// PAGED_TMA_PEEL (session 8; 1 = shipped, 0 = session 7's loop for measurements): the one-accumulator loop
+// (N > PAGED_TMA_PIPE_MAX_N) runs the tiles that lie inside every row's valid range (a prefix of the split) with a head
+// reduce whose stores carry no length tests, as prefill's TMA_PEEL_INTERIOR (v14). Static, H 64 next_n 2: 244
+// instructions per tile against ~260. Measured (H200, docs/PAGED.md "Session 8", three A/Bs beside session 7's kernel):
+// N = 128 at H 64 2.6-3.3% faster on the large cases (64 x 131072: 325 -> 316-317 us), 1.3% at 64 x 32768.
 // At H = 32 (next_n 4) the second copy of the reduce took ptxas from 92 to 102 registers (three blocks per SM; with
 // __launch_bounds__(160, 4) the loop recomputes addresses: 270 -> 322 instructions), so the peel runs at H >= 64.
 #ifndef PAGED_TMA_PEEL
-#define PAGED_TMA_PEEL 0
+#define PAGED_TMA_PEEL 1
 #endif
 template <int H>
 __host__ __device__ constexpr bool pt_peel() {
