@@ -25,6 +25,11 @@
 // the same quad butterfly as the mma path.
 // ===================================================================================================
 // Designs "wg" (the default) and "wgr" (EPI_MMA: head reduce on the tensor cores): fp8_mqa_logits_wg_body.
+// WG_PEEL_INTERIOR (experiment, session 8; 0 = off): "wg"'s tiles inside every row's window run a copy of the tile step
+// without window tests, as tmas's TMA_PEEL_INTERIOR (v14).
+#ifndef WG_PEEL_INTERIOR
+#define WG_PEEL_INTERIOR 0
+#endif
 #pragma once
 #include "common.cuh"
 #include "wgmma.cuh"
@@ -209,20 +214,43 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
     WgTile<NCH> cur, nxt;
     int t = tile_begin + wg;
     if (t < tile_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
-    for (; t < tile_end; t += nwg) {
+    // interior: the tile lies in every row's window (WG_PEEL_INTERIOR), so it is hit and its stores need no tests
+    auto step = [&](bool interior) {
       const int base = lo + t * TILE;
       cur = nxt;
       if (t + nwg < tile_end)
         load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
-      const bool hit = tile_hit(base);
+      const bool hit = interior || tile_hit(base);
       if (hit) {
         issue(accA, cur);
         commit();
         wgmma_wait<0>();
         fence_regs(accA);
       }
-      epilogue(accA, cur.scale[0], cur.scale[1], base, hit);
+      if (interior && EPI == EPI_FP32) {
+        const int tok0 = base + 16 * wq + gid;
+        auto weight = [&](int j) { return *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig); };
+        wg_head_sum_fp32<H, NQ>(accA, weight, true, true, tig, tok0, cur.scale[0], cur.scale[1],
+                                [&](int r, int tok, bool, float v) { out[(i64)(m0 + r) * out_row_stride + tok] = v; });
+      } else {
+        epilogue(accA, cur.scale[0], cur.scale[1], base, hit);
+      }
+    };
+    if constexpr (WG_PEEL_INTERIOR && EPI == EPI_FP32) {
+      // DESIGN (experiment): the tiles inside the intersection [in_lo, in_hi) of the BM rows' windows (empty unless
+      // all BM rows exist) run without window tests: t in [ib, ie), the rest before and after it
+      int in_lo = 0, in_hi = nrows == BM ? N : 0;
+#pragma unroll
+      for (int r = 0; r < BM; ++r) {
+        in_lo = max(in_lo, win_s[r].x);
+        in_hi = min(in_hi, win_s[r].y);
+      }
+      const int d = in_lo - lo, e = in_hi - lo;
+      const int ib = d <= 0 ? 0 : (d + TILE - 1) / TILE, ie = e <= 0 ? 0 : e / TILE;
+      for (; t < tile_end && t < ib; t += nwg) step(false);
+      for (; t < tile_end && t < ie; t += nwg) step(true);
     }
+    for (; t < tile_end; t += nwg) step(false);
   } else {  // PP: the ping-pong loop (kernels/experimental/ only)
     WgPingPongLoop<PP>::template run<D, NCH, TILE>(accA, k, kv_scale, lo, hi, tile_begin, tile_end, wg, nwg, wq, gid,
                                                   tig, tile_hit, issue, commit, epilogue);
