@@ -159,32 +159,31 @@ __device__ __forceinline__ void pt_tma_block(uint32_t dst, const PagedCacheMap* 
       : "memory");
 }
 
-// Wait for phase `parity` of mbarrier `bar` (PAGED_TMA_SUSPEND_NS: may suspend the thread until the phase flips).
-__device__ __forceinline__ void pt_wait(uint32_t bar, uint32_t parity) {
-  if constexpr (PAGED_TMA_SUSPEND_NS == 0) {
+// Wait for phase `parity` of mbarrier `bar`; SUSPEND_NS > 0: with that suspend-time hint (the thread may sleep until
+// the phase flips), 0: async_copy.cuh's mbar_wait, a try_wait spin.
+template <int SUSPEND_NS>
+__device__ __forceinline__ void pt_wait_hinted(uint32_t bar, uint32_t parity) {
+  if constexpr (SUSPEND_NS == 0) {
     mbar_wait(bar, parity);
   } else {
     asm volatile(
         "{\n.reg .pred p;\nPT_WAIT:\n"
         "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
         "@!p bra PT_WAIT;\n}\n" ::"r"(bar),
-        "r"(parity), "n"(PAGED_TMA_SUSPEND_NS)
+        "r"(parity), "n"(SUSPEND_NS)
         : "memory");
   }
 }
-
-// The producer's wait for a free slot (PAGED_TMA_PRODUCER_SUSPEND_NS: with a suspend-time hint).
+// Every wait of the ring (PAGED_TMA_SUSPEND_NS), and the producer's for a free slot (PAGED_TMA_PRODUCER_SUSPEND_NS
+// where set).
+__device__ __forceinline__ void pt_wait(uint32_t bar, uint32_t parity) {
+  pt_wait_hinted<PAGED_TMA_SUSPEND_NS>(bar, parity);
+}
 __device__ __forceinline__ void pt_wait_free(uint32_t bar, uint32_t parity) {
-  if constexpr (PAGED_TMA_PRODUCER_SUSPEND_NS == 0) {
+  if constexpr (PAGED_TMA_PRODUCER_SUSPEND_NS == 0)
     pt_wait(bar, parity);
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nPT_WAIT_FREE:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
-        "@!p bra PT_WAIT_FREE;\n}\n" ::"r"(bar),
-        "r"(parity), "n"(PAGED_TMA_PRODUCER_SUSPEND_NS)
-        : "memory");
-  }
+  else
+    pt_wait_hinted<PAGED_TMA_PRODUCER_SUSPEND_NS>(bar, parity);
 }
 
 // Ends the thread where it stands: each setmaxnreg region ends in its own exit (a `return` merges into one exit
