@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 8, fifth H200 call: the chunked split of "wg" (FLAG_CHUNK_SPLIT, v14-small) on and off in the same build
+# Session 8, fifth H200 call (ran at commit 9639d79; the experiment was reverted after it, so RAWINDEXER_SM90_CHUNK_SPLIT no longer exists): the chunked split of "wg" (FLAG_CHUNK_SPLIT, v14-small) on and off in the same build
 # (RAWINDEXER_SM90_CHUNK_SPLIT=1 turns it off on the host), DeepGEMM in every run; the candidate's sweep and NaN
 # contract. From the repo root with rawindexer/_kernels (the candidate) and .whl carried:
 #   bash docs/results/session8_chunk_h200.sh      # results: $OUT/session8_chunk.tgz

@@ -15,7 +15,6 @@ enum : int {
   FLAG_REVERSE_ROWS = 2,  // dispatch high-m row blocks first
   FLAG_VEC4_FILL = 4,     // out and out_row_stride keep every row 16-byte aligned: float4 -inf fill (sm_90a)
   FLAG_ZIGZAG_ROWS = 8,   // the first half of the row grid walks the row blocks down from the top, the second half up
-  FLAG_CHUNK_SPLIT = 16,  // SplitN in fixed chunks of tiles from the union's start (chunked_tiles), not equal shares
 };
 
 constexpr int WARP = 32;
@@ -93,18 +92,19 @@ __device__ __forceinline__ RowBlock row_block_of(int M, int flags) {
   return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
 }
 
-// Row m's window clamped to [0, N), empty when ke <= ks.
-__device__ __forceinline__ int2 clamped_window(const int* __restrict__ ks, const int* __restrict__ ke, int m, int N) {
-  const int s = max(min(ks[m], N), 0);
-  return make_int2(s, max(min(ke[m], N), s));
-}
-
-// The windows of row block rb's rows (clamped_window; rows past M empty), staged once in win_s for every warp
+// The windows of row block rb's rows, clamped to [0, N) (empty when ke <= ks), staged once in win_s for every warp
 // (threads tid < BM write it; the caller's barrier publishes it).
 template <int BM>
 __device__ __forceinline__ void stage_row_windows(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
                                                   const RowBlock& rb, int N, int tid) {
-  if (tid < BM) win_s[tid] = tid < rb.nrows ? clamped_window(ks, ke, rb.m0 + tid, N) : make_int2(0, 0);
+  if (tid < BM) {
+    int s = 0, e = 0;
+    if (tid < rb.nrows) {
+      s = max(min(ks[rb.m0 + tid], N), 0);
+      e = max(min(ke[rb.m0 + tid], N), s);
+    }
+    win_s[tid] = make_int2(s, e);
+  }
 }
 
 // This block's row block, its windows staged (stage_row_windows).
@@ -131,14 +131,13 @@ __device__ __forceinline__ bool any_window_meets(const int2* win_s, int base, in
   return h;
 }
 
-// The block walks the union [lo, hi) of its rows' non-empty windows (window(r), r < BM); [0, 0) when every window is
-// empty.
-template <int BM, typename Window>
-__device__ __forceinline__ int2 union_of_windows(int N, Window&& window) {
+// The block walks the union [lo, hi) of its rows' non-empty windows; [0, 0) when every window is empty.
+template <int BM>
+__device__ __forceinline__ int2 union_window(const int2* win_s, int N) {
   int lo = N, hi = 0;
 #pragma unroll
   for (int r = 0; r < BM; ++r) {
-    const int2 w = window(r);
+    const int2 w = win_s[r];
     if (w.y > w.x) {
       lo = min(lo, w.x);
       hi = max(hi, w.y);
@@ -147,27 +146,15 @@ __device__ __forceinline__ int2 union_of_windows(int N, Window&& window) {
   if (hi <= lo) lo = hi = 0;
   return make_int2(lo, hi);
 }
-// ... of the windows staged in win_s.
-template <int BM>
-__device__ __forceinline__ int2 union_window(const int2* win_s, int N) {
-  return union_of_windows<BM>(N, [&](int r) { return win_s[r]; });
-}
 
 // DESIGN: SplitN splits each block's tile range: [begin, end) of the ceil(span / tile) tiles of the union for
 // split `split` of `split_n`, so a small row grid still fills the device.
 struct TileRange {
   int begin, end;
 };
-__device__ __forceinline__ TileRange split_tile_range(int span, int tile, int split, int split_n, int chunk = 0) {
+__device__ __forceinline__ TileRange split_tile_range(int span, int tile, int split, int split_n) {
   const int tiles = (span + tile - 1) / tile;
-  if (chunk > 0) return {min(tiles, split * chunk), min(tiles, (split + 1) * chunk)};
   return {(int)((i64)tiles * split / split_n), (int)((i64)tiles * (split + 1) / split_n)};
-}
-// DESIGN: the chunked split (FLAG_CHUNK_SPLIT, v14-small): split j takes the union's tiles [j C, (j + 1) C) with C the
-// longest possible union's tiles (N / TILE) over split_n, so a short row block leaves its later splits empty (they
-// exit before staging Q) while the longest rows' tile chain is cut in split_n. 0 without the flag: equal shares.
-__device__ __forceinline__ int chunked_tiles(int N, int tile, int split_n, int flags) {
-  return (flags & FLAG_CHUNK_SPLIT) ? ((N + tile - 1) / tile + split_n - 1) / split_n : 0;
 }
 
 // The columns a block walks and this split's share of them, for bodies whose warps all read them: the union
@@ -177,12 +164,11 @@ struct BlockSpan {
   int lo, hi, tile_begin, tile_end;
 };
 template <int BM, int TILE>
-__device__ __forceinline__ BlockSpan uniform_block_span(const int2* win_s, int N, int split, int split_n,
-                                                        int chunk = 0) {
+__device__ __forceinline__ BlockSpan uniform_block_span(const int2* win_s, int N, int split, int split_n) {
   const int2 span = union_window<BM>(win_s, N);
   const int lo = __shfl_sync(0xffffffffu, span.x, 0);
   const int hi = __shfl_sync(0xffffffffu, span.y, 0);
-  const TileRange tr = split_tile_range(hi - lo, TILE, split, split_n, chunk);
+  const TileRange tr = split_tile_range(hi - lo, TILE, split, split_n);
   return {lo, hi, tr.begin, tr.end};
 }
 

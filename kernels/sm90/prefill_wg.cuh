@@ -127,20 +127,6 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
       const int idx = tid + i * nthreads, r = idx / H;
       wv[i] = idx < NQ && r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
     }
-    if (flags & FLAG_CHUNK_SPLIT) {
-      // DESIGN (v14-small): a split whose chunk of the union is empty does no tile: it leaves now (its Q loads
-      // unused), after its share of the -inf fill under clean logits. Every thread reads the block's windows.
-      const int2 span = union_of_windows<BM>(N, [&](int r) {
-        return r < nrows ? clamped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + r, N) : make_int2(0, 0);
-      });
-      const TileRange tr = split_tile_range(span.y - span.x, TILE, split, split_n, chunked_tiles(N, TILE, split_n, flags));
-      if (tr.begin >= tr.end) {
-        if (clean)
-          fill_outside_union(out, out_row_stride, m0, nrows, span.x, span.y, N, flags & FLAG_VEC4_FILL,
-                             split * num_warps + warp, split_n * num_warps, lane);
-        return;
-      }
-    }
     stage_row_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
 #pragma unroll
     for (int i = 0; i < TRIPS; ++i) {
@@ -155,7 +141,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
 
-  const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n, chunked_tiles(N, TILE, split_n, flags));
+  const BlockSpan bs = uniform_block_span<BM, TILE>(win_s, N, split, split_n);
   const int lo = bs.lo, hi = bs.hi, tile_begin = bs.tile_begin, tile_end = bs.tile_end;
   const uint32_t q_base = (uint32_t)__cvta_generic_to_shared(q_s);
 

@@ -47,7 +47,6 @@ accepted with a DeprecationWarning: the variable ``RAWINDEXER_SM90_IMPL`` and th
 """
 from __future__ import annotations
 
-import os
 import warnings
 from math import ceil
 from pathlib import Path
@@ -61,7 +60,6 @@ FLAG_CLEAN_LOGITS = 1
 FLAG_REVERSE_ROWS = 2
 FLAG_VEC4_FILL = 4     # out 16-byte aligned and row stride a multiple of 4: float4 -inf fill
 FLAG_ZIGZAG_ROWS = 8   # row blocks from both ends: grid x < ceil(R/2) -> R-1-x, else x - ceil(R/2) (kernels/sm90/common.cuh)
-FLAG_CHUNK_SPLIT = 16  # SplitN in fixed chunks of ceil(ceil(N / 64) / split_n) tiles; empty splits exit at once
 MAX_WARPS = 8          # __launch_bounds__(256) in the source
 MAX_GRID_Y = 65535
 TILE_TOKENS = {name: d.params["tile_tokens"] for name, d in registry.SM90_DESIGNS.items()}
@@ -132,15 +130,6 @@ REVERSE_ROWS_MIN_N = 2048
 #: the row grid is one pass of the card, and the scheduler gives blocks x, x + SMs, ... to one SM, so the zigzag pairs
 #: long causal rows with short ones on every SM (v10-small in docs/PERFORMANCE.md; measured for "wg" only)
 ZIGZAG_DESIGNS = ("wg",)
-#: v14-small (session 8): where a "wg" block is one warpgroup (num_warps 4), one warpgroup walks a row block's whole
-#: tile chain (1024^2 causal H 64: 16 tiles, the critical path). Below CHUNK_SPLIT_MAX_N keys, with at least
-#: 2 x CHUNK_MIN_TILES tiles and no split asked, such a plan takes CHUNK_SPLIT_N chunked splits (FLAG_CHUNK_SPLIT): the
-#: long rows' chains are cut, the short rows' later splits exit before staging Q. RAWINDEXER_SM90_CHUNK_SPLIT overrides
-#: CHUNK_SPLIT_N (1 = off; a measurement knob).
-CHUNK_SPLIT_DESIGNS = ("wg",)
-CHUNK_SPLIT_MAX_N = 2048
-CHUNK_MIN_TILES = 8
-CHUNK_SPLIT_N = int(os.environ.get("RAWINDEXER_SM90_CHUNK_SPLIT", "2"))
 #: balanced designs ("tmasb", v10): the most row blocks whose spans and cost prefix a block keeps in shared memory
 #: (TMAB_MAX_ROW_BLOCKS in kernels/sm90/prefill_tma_balanced.cuh); above it the plan is "tmas"'s split grid
 BALANCED_MAX_ROW_BLOCKS = 4096
@@ -264,21 +253,15 @@ class Sm90Family(KernelFamily):
             streams = num_warps // 4 if self.design != "mma" else num_warps
             cap = max(1, ceil(p.N / TILE_TOKENS[self.design]) // (MIN_TILES_PER_STREAM * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
-        chunked = (not t.split_n and self.design in CHUNK_SPLIT_DESIGNS and num_warps == 4 and split_n == 1
-                   and CHUNK_SPLIT_N > 1 and p.N <= CHUNK_SPLIT_MAX_N
-                   and ceil(p.N / TILE_TOKENS[self.design]) >= 2 * CHUNK_MIN_TILES)
-        if chunked:
-            split_n = CHUNK_SPLIT_N
 
         # SS form: each warpgroup's ring of SS_STAGES K tiles (64 tokens x head_dim bytes) in dynamic shared memory
         stages = 4 if self.design.endswith("4") else SS_STAGES
         shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.design] * p.head_dim if self.design in SS_DESIGNS else 0
 
-        return self._launch_plan(instances[block_m], p, t, pointers, block_m, row_blocks, split_n, num_warps, shared_mem,
-                                 chunked)
+        return self._launch_plan(instances[block_m], p, t, pointers, block_m, row_blocks, split_n, num_warps, shared_mem)
 
     def _launch_plan(self, symbol: str, p: Problem, t: Tunables, pointers: Pointers, block_m: int, row_blocks: int,
-                     split_n: int, num_warps: int, shared_mem: int, chunked: bool = False) -> LaunchPlan:
+                     split_n: int, num_warps: int, shared_mem: int) -> LaunchPlan:
         """The plan of one resolved launch: grid (row blocks, split_n), 32 * num_warps threads, the flags (clean
         logits; high-m rows first past REVERSE_ROWS_MIN_N keys unless asked, the zigzag order below it for
         ZIGZAG_DESIGNS unless the caller fixed reverse_rows; the float4 -inf fill where every row of out starts
@@ -286,7 +269,7 @@ class Sm90Family(KernelFamily):
         reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
         zigzag = t.reverse_rows is None and not reverse and self.design in ZIGZAG_DESIGNS
         flags = ((FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
-                 | (FLAG_ZIGZAG_ROWS if zigzag else 0) | (FLAG_CHUNK_SPLIT if chunked else 0))
+                 | (FLAG_ZIGZAG_ROWS if zigzag else 0))
         if pointers.out % 16 == 0 and p.out_row_stride % 4 == 0:
             flags |= FLAG_VEC4_FILL
         entry = self.target["kernels"][symbol]
@@ -298,7 +281,7 @@ class Sm90Family(KernelFamily):
             "num_warps": num_warps, "flags": flags,
         }
         config = {"design": self.design, "block_m": block_m, "split_n": split_n, "num_warps": num_warps,
-                  "reverse_rows": reverse, "zigzag_rows": zigzag, "chunk_split": chunked, "unroll2": False}
+                  "reverse_rows": reverse, "zigzag_rows": zigzag, "unroll2": False}
         if map_slot is None:
             kernargs = pack_kernargs(entry["args"], values, entry["kernarg_size"])
         else:  # K's tensor map (v8 "tmas"): encoded for pointers.k; launch_path re-encodes per K pointer

@@ -102,15 +102,14 @@ def test_plan_defaults_and_kernargs(sm90_target):
     mid = fam.plan(Problem(671, 131072, 64, 128, 131072, True), Tunables(), PTRS, 132)
     assert mid.config["num_warps"] == 8
     square = fam.plan(Problem(1024, 1024, 64, 128, 1024, False), Tunables(), PTRS, 132)
-    assert square.config["num_warps"] == 4 and square.config["chunk_split"]  # split in chunks, not equal shares
+    assert square.config["split_n"] == 1 and square.config["num_warps"] == 4
 
 
 def test_plan_row_order(sm90_target):
     """v10-small: below REVERSE_ROWS_MIN_N keys the wg heuristic takes the zigzag row order (flag 8: the grid's
     first half walks the row blocks down from the top, the second half up), past it high-m first (flag 2); a
     caller's reverse_rows keeps the straight order it names; designs outside ZIGZAG_DESIGNS never take it."""
-    from rawindexer.dispatch.sm90 import (FLAG_CHUNK_SPLIT, FLAG_REVERSE_ROWS, FLAG_ZIGZAG_ROWS, REVERSE_ROWS_MIN_N,
-                                          Sm90Family)
+    from rawindexer.dispatch.sm90 import FLAG_REVERSE_ROWS, FLAG_ZIGZAG_ROWS, REVERSE_ROWS_MIN_N, Sm90Family
 
     fam = _family(sm90_target)
     flags = lambda plan: int.from_bytes(plan.kernargs[80:84], "little")
@@ -118,7 +117,7 @@ def test_plan_row_order(sm90_target):
     for n in (64, 1024, REVERSE_ROWS_MIN_N):
         plan = fam.plan(Problem(1024, n, 64, 128, n, True), Tunables(), PTRS, 132)
         assert order(plan) == (False, True) and plan.config["zigzag_rows"] and not plan.config["reverse_rows"], n
-        assert flags(plan) & ~FLAG_CHUNK_SPLIT == 1 | 4 | FLAG_ZIGZAG_ROWS, n
+        assert flags(plan) == 1 | 4 | FLAG_ZIGZAG_ROWS, n
     past = fam.plan(Problem(1024, REVERSE_ROWS_MIN_N + 1, 32, 128, 4096, True), Tunables(), PTRS, 132)
     assert order(past) == (True, False) and not past.config["zigzag_rows"]
     for asked in (False, True):
@@ -127,38 +126,6 @@ def test_plan_row_order(sm90_target):
     other = Sm90Family(build_dir=sm90_target[0], design="mma").plan(Problem(1024, 1024, 32, 128, 1024, True),
                                                                    Tunables(), PTRS, 132)
     assert order(other) == (False, False) and not other.config["zigzag_rows"]
-
-
-@pytest.mark.parametrize("M, N, H, tunables, chunked", [
-    (1024, 1024, 64, Tunables(), True),            # one warpgroup per block walks a 16-tile causal chain
-    (1024, 2048, 128, Tunables(), True),
-    (1024, 1024, 32, Tunables(), False),           # two warpgroups per block share the chain already
-    (1024, 4096, 64, Tunables(), False),           # past CHUNK_SPLIT_MAX_N ("auto" takes tmas there anyway)
-    (1024, 960, 64, Tunables(), False),            # fewer than 2 x CHUNK_MIN_TILES tiles
-    (1024, 1024, 64, Tunables(split_n=3), False),  # the caller's split: equal shares
-    (1024, 1024, 64, Tunables(num_warps=8), False),
-])
-def test_plan_chunk_split(sm90_target, M, N, H, tunables, chunked):
-    """v14-small: "wg" plans with one warpgroup per block, at most CHUNK_SPLIT_MAX_N keys and no split asked take
-    CHUNK_SPLIT_N splits in fixed chunks (flag 16: the kernel's chunked_tiles); every other plan keeps its split."""
-    from rawindexer.dispatch import sm90
-
-    plan = _family(sm90_target).plan(Problem(M, N, H, 128, N, True), tunables, PTRS, 132)
-    flag = bool(int.from_bytes(plan.kernargs[80:84], "little") & sm90.FLAG_CHUNK_SPLIT)
-    assert flag == chunked and plan.config["chunk_split"] == chunked
-    if chunked:
-        assert plan.grid[1] == plan.config["split_n"] == sm90.CHUNK_SPLIT_N
-    elif tunables.split_n:
-        assert plan.grid[1] == tunables.split_n
-
-
-def test_plan_chunk_split_off_at_one(sm90_target, monkeypatch):
-    """RAWINDEXER_SM90_CHUNK_SPLIT=1 (CHUNK_SPLIT_N 1) turns the chunked split off: session 7's plan."""
-    from rawindexer.dispatch import sm90
-
-    monkeypatch.setattr(sm90, "CHUNK_SPLIT_N", 1)
-    plan = _family(sm90_target).plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
-    assert plan.config["split_n"] == 1 and not plan.config["chunk_split"]
 
 
 @pytest.mark.parametrize("tunables, problem, match", [
