@@ -18,3 +18,23 @@ pack() { [ -z "${PACK:-}" ] || tar -C "$OUT" -czf "$PACK" --exclude '*.ncu-rep' 
 run_step() { local name=$1 limit=$2; shift 2; local left=$(( ${DEADLINE:-560} - ($(date +%s) - T0) ));
              [ "$left" -lt 10 ] && { echo "== $name skipped: ${left} s left"; return 1; }
              [ "$limit" -gt "$left" ] && limit=$left; step "$name" "$limit" "$@"; pack; }
+# `smoke_step`: the candidate's public prefill call (1024^2 causal H 64, 4096^2 multi_req H 32) and the decode tma
+# kernel, once each; the script stops (after pack) if one fails.
+smoke_step() {
+  run_step smoke 60 bash -c 'python3 bench/prefill_profile.py --impl ours --rows 1024 --keys 1024 --window causal --heads 64 --calls 2 &&
+    python3 bench/prefill_profile.py --impl ours --rows 4096 --keys 4096 --window multi_req --heads 32 --calls 2 &&
+    python3 bench/paged_profile.py --impl tma --batch 8 --context 4096 --next-n 2 --heads 64'
+  grep -q '^rc=0' "$OUT/smoke.log" || { echo "smoke failed"; pack; exit 1; }
+}
+# `race_ab OLD OLD_DIR NEW NEW_DIR ROUNDS IMPLS`: bench/race_sm90.py --impls IMPLS with each kernel directory as
+# RAWINDEXER_RACE_BUILD, old then new, ROUNDS times (DeepGEMM in every run), the new build graded in round 1; logs in
+# $OUT/race_OLD<i>, $OUT/race_NEW<i>.
+race_ab() {
+  local old=$1 old_dir=$2 new=$3 new_dir=$4 rounds=$5 impls=$6 i g
+  for i in $(seq 1 "$rounds"); do
+    mkdir -p "$OUT/race_$old$i" "$OUT/race_$new$i"
+    TAIL=3 RAWINDEXER_RACE_BUILD=$old_dir run_step "race_$old$i" 80 python3 bench/race_sm90.py --impls "$impls" --no-grade --reps 5 --out "$OUT/race_$old$i"
+    g=--no-grade; [ "$i" = 1 ] && g="--grade $impls"
+    TAIL=3 RAWINDEXER_RACE_BUILD=$new_dir run_step "race_$new$i" 110 python3 bench/race_sm90.py --impls "$impls" $g --reps 5 --out "$OUT/race_$new$i"
+  done
+}

@@ -12,20 +12,12 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session8_ab; rm -rf "$OUT"
-source docs/results/device_common.sh   # step, run_step, pack
+source docs/results/device_common.sh   # step, run_step, pack, smoke_step, race_ab
 PACK=$RES/session8_ab.tgz
 DEADLINE=${DEADLINE:-570}
 NEW=$PWD/rawindexer/_kernels OLD=$PWD/.v/s7
-run_step smoke 60 bash -c 'python3 bench/prefill_profile.py --impl ours --rows 1024 --keys 1024 --window causal --heads 64 --calls 2 &&
-  python3 bench/prefill_profile.py --impl ours --rows 4096 --keys 4096 --window multi_req --heads 32 --calls 2 &&
-  python3 bench/paged_profile.py --impl tma --batch 8 --context 4096 --next-n 2 --heads 64'
-grep -q '^rc=0' "$OUT/smoke.log" || { echo "smoke failed"; pack; exit 1; }
-for i in 1 2 3; do
-  mkdir -p "$OUT/race_s7_$i" "$OUT/race_new$i"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$OLD run_step race_s7_$i 80 python3 bench/race_sm90.py --impls wg,tmas,tmasb4 --no-grade --reps 5 --out "$OUT/race_s7_$i"
-  G=--no-grade; [ $i = 1 ] && G="--grade wg,tmas,tmasb4"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$NEW run_step race_new$i 110 python3 bench/race_sm90.py --impls wg,tmas,tmasb4 $G --reps 5 --out "$OUT/race_new$i"
-done
+smoke_step
+race_ab s7_ "$OLD" new "$NEW" 3 wg,tmas,tmasb4
 run_step sweep 70 python3 tests/gpu/test_cuda_gpu.py --quick --designs wg,tmas,tmasb4
 run_step nan 50 python3 tests/gpu/test_cuda_gpu.py --nan
 run_step paged_sweep 80 python3 tests/gpu/test_paged_gpu.py --design tma

@@ -5,14 +5,9 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session8_wg; rm -rf "$OUT"
-source docs/results/device_common.sh   # step, run_step, pack
+source docs/results/device_common.sh   # step, run_step, pack, race_ab
 PACK=$RES/session8_wg.tgz
 DEADLINE=${DEADLINE:-200}
-for i in 1 2; do
-  mkdir -p "$OUT/race_v14_$i" "$OUT/race_wgpeel$i"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$PWD/.v/v14 run_step race_v14_$i 60 python3 bench/race_sm90.py --impls wg --no-grade --reps 5 --out "$OUT/race_v14_$i"
-  G=--no-grade; [ $i = 1 ] && G="--grade wg"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$PWD/.v/wgpeel run_step race_wgpeel$i 80 python3 bench/race_sm90.py --impls wg $G --reps 5 --out "$OUT/race_wgpeel$i"
-done
+race_ab v14_ "$PWD/.v/v14" wgpeel "$PWD/.v/wgpeel" 2 wg
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
 pack; ls -la "$RES"
