@@ -162,7 +162,8 @@ __device__ __forceinline__ void tma_head_sums(float (&acc)[NQ / 2], const Weight
 // interior tiles in a copy of the tile body without window tests. v12 static had 7 branches per tile against
 // DeepGEMM's 2, two of them behind S11-S13 predicate moves; the interior copy is 211 instructions / 340 encoded stall
 // cycles per tile against the general body's 248 / 531 (tmasb4, H 64; DeepGEMM 230 / 353). Measured (H200, three
-// races each beside the session-7 build): tmas +7.4% at H 64, +0.7% at H 32; tmasb4 +1.7% at H 64, +2.7% at H 32 (docs/PERFORMANCE.md v14).
+// races each beside the session-7 build): tmas +7.4% at H 64, +0.7% at H 32; tmasb4 +1.7% at H 64, +2.7% at H 32
+// (docs/PERFORMANCE.md v14).
 #ifndef TMA_PEEL_INTERIOR
 #define TMA_PEEL_INTERIOR 1
 #endif
