@@ -157,6 +157,13 @@ __device__ __forceinline__ TileRange split_tile_range(int span, int tile, int sp
   return {(int)((i64)tiles * split / split_n), (int)((i64)tiles * (split + 1) / split_n)};
 }
 
+// The tiles [lo + t TILE, lo + (t + 1) TILE) that lie inside [in_lo, in_hi) (the intersection of a block's or
+// consumer's row windows): t in [begin, end), empty when end <= begin; the callers' peeled interior loops.
+__device__ __forceinline__ TileRange interior_tile_range(int lo, int in_lo, int in_hi, int tile) {
+  const int d = in_lo - lo, e = in_hi - lo;
+  return {d <= 0 ? 0 : (d + tile - 1) / tile, e <= 0 ? 0 : e / tile};
+}
+
 // The columns a block walks and this split's share of them, for bodies whose warps all read them: the union
 // [lo, hi) of the rows' windows, passed through a shuffle (the same value in every lane already; the shuffle
 // makes that visible to ptxas's uniformity analysis), and [tile_begin, tile_end) of its TILE-token tiles.

@@ -167,11 +167,6 @@ __device__ __forceinline__ void tma_head_sums(float (&acc)[NQ / 2], const Weight
 #ifndef TMA_PEEL_INTERIOR
 #define TMA_PEEL_INTERIOR 1
 #endif
-template <bool B>
-struct TmaTag {
-  static constexpr bool value = B;
-};
-
 // A consumer's window bounds over its BMW rows, for the v9 tile loop below.
 struct TmaRowWindows {
   int clo, chi;      // union of the non-empty windows: a tile outside it needs no wgmma ("hit" is false)
@@ -208,16 +203,16 @@ __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end,
   for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
   // out + this lane's row + its token tok0 of the current tile, advanced by one tile per step
   float* out_tile = out + (i64)(m0 + r0 + r_lane) * out_row_stride + (lo + tile_begin * TMA_TILE + 16 * wq + gid);
-  // One tile; INTERIOR (TMA_PEEL_INTERIOR): the caller knows the tile is interior (so hit), no window tests.
-  auto tile = [&](int t, auto interior_tag) {
-    constexpr bool INTERIOR = decltype(interior_tag)::value;
+  // One tile; known_interior (TMA_PEEL_INTERIOR, a constant per call site once inlined): the caller knows the tile is
+  // interior (so hit), no window tests.
+  auto tile = [&](int t, bool known_interior) {
     const int base = lo + t * TMA_TILE;
     const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
     float sc[VPL];
 #pragma unroll
     for (int i2 = 0; i2 < VPL; ++i2) sc[i2] = __ldg(kv_scale + min(tok0 + 8 * ((v0 + i2) & 1), hi - 1));
-    const bool hit = INTERIOR || (base < chi && base + TMA_TILE > clo);
-    const bool interior = INTERIOR || (base >= in_lo && base + TMA_TILE <= in_hi);
+    const bool hit = known_interior || (base < chi && base + TMA_TILE > clo);
+    const bool interior = known_interior || (base >= in_lo && base + TMA_TILE <= in_hi);
     mbar_wait(full0 + 8 * stage, phase);
     if (hit) {
       const uint64_t k_desc = k_desc0 + (uint32_t)stage * (STAGE_BYTES >> 4);
@@ -255,15 +250,15 @@ __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end,
   if constexpr (TMA_PEEL_INTERIOR) {
     // DESIGN: the interior tiles [ib, ie) -- base >= in_lo and base + 64 <= in_hi -- run a copy of the
     // body without the window tests and their branches; the tiles before and after them run the general body.
-    const int d = in_lo - lo, e = in_hi - lo;
-    const int ib = min(max(d <= 0 ? 0 : (d + TMA_TILE - 1) / TMA_TILE, tile_begin), tile_end);
-    const int ie = min(max(e <= 0 ? 0 : e / TMA_TILE, ib), tile_end);
+    const TileRange in = interior_tile_range(lo, in_lo, in_hi, TMA_TILE);
+    const int ib = min(max(in.begin, tile_begin), tile_end);
+    const int ie = min(max(in.end, ib), tile_end);
     int t = tile_begin;
-    for (; t < ib; ++t) tile(t, TmaTag<false>{});
-    for (; t < ie; ++t) tile(t, TmaTag<true>{});
-    for (; t < tile_end; ++t) tile(t, TmaTag<false>{});
+    for (; t < ib; ++t) tile(t, false);
+    for (; t < ie; ++t) tile(t, true);
+    for (; t < tile_end; ++t) tile(t, false);
   } else {
-    for (int t = tile_begin; t < tile_end; ++t) tile(t, TmaTag<false>{});
+    for (int t = tile_begin; t < tile_end; ++t) tile(t, false);
   }
 }
 

@@ -174,6 +174,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   auto put = [&](int r, int tok, bool hit, float v) {
     if (r < nrows) store_logit(out + (i64)(m0 + r) * out_row_stride, tok, hi, win_s[r], hit, clean, v);
   };
+  // This lane's two weights of column group j (columns 8j + 2tig, 8j + 2tig + 1): the fp32 head reduce's operand.
+  auto weight = [&](int j) { return *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig); };
   auto epilogue = [&](float (&acc)[NACC], float sc0, float sc1, int base, bool hit) {
     const int tok0 = base + 16 * wq + gid;  // this lane's tokens: tok0 and tok0 + 8
     if constexpr (EPI == EPI_MMA) {
@@ -202,7 +204,6 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
     } else if constexpr (EPI != EPI_FP32) {
       WgEpilogueExt<EPI>::run(acc, sc0, sc1, tok0, hit, put);  // experiments only
     } else {
-      auto weight = [&](int j) { return *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig); };
       wg_head_sum_fp32<H, NQ>(acc, weight, PP || hit, hit, tig, tok0, sc0, sc1, put);
     }
   };
@@ -231,9 +232,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
         fence_regs(accA);
       }
       if (interior && EPI == EPI_FP32) {
-        const int tok0 = base + 16 * wq + gid;
-        auto weight = [&](int j) { return *reinterpret_cast<const float2*>(w_s + 8 * j + 2 * tig); };
-        wg_head_sum_fp32<H, NQ>(accA, weight, true, true, tig, tok0, cur.scale[0], cur.scale[1],
+        wg_head_sum_fp32<H, NQ>(accA, weight, true, true, tig, base + 16 * wq + gid, cur.scale[0], cur.scale[1],
                                 [&](int r, int tok, bool, float v) { out[(i64)(m0 + r) * out_row_stride + tok] = v; });
       } else {
         epilogue(accA, cur.scale[0], cur.scale[1], base, hit);
@@ -248,10 +247,9 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
         in_lo = max(in_lo, win_s[r].x);
         in_hi = min(in_hi, win_s[r].y);
       }
-      const int d = in_lo - lo, e = in_hi - lo;
-      const int ib = d <= 0 ? 0 : (d + TILE - 1) / TILE, ie = e <= 0 ? 0 : e / TILE;
-      for (; t < tile_end && t < ib; t += nwg) step(false);
-      for (; t < tile_end && t < ie; t += nwg) step(true);
+      const TileRange in = interior_tile_range(lo, in_lo, in_hi, TILE);
+      for (; t < tile_end && t < in.begin; t += nwg) step(false);
+      for (; t < tile_end && t < in.end; t += nwg) step(true);
     }
     for (; t < tile_end; t += nwg) step(false);
   } else {  // PP: the ping-pong loop (kernels/experimental/ only)
