@@ -1,0 +1,35 @@
+#!/bin/bash
+# Session 9, first H200 call (issue 14): "wg" with its tile's wgmma issued as two halves so that one half runs on the
+# tensor cores under the other's head reduce (WG_HALF_OVERLAP, kernels/sm90/prefill_wg.cuh), three race builds beside
+# the v14 build (.v/v14), DeepGEMM in every run, each candidate graded in its run:
+#   .v/half    WG_HALF_OVERLAP=1: pipelined across tiles (150 registers at H 64 D 128: three blocks per SM)
+#   .v/half2   WG_HALF_OVERLAP=2: the two halves of one tile back to back (142 registers)
+#   .v/half3c  WG_HALF_OVERLAP=3 WG_MIN_BLOCKS=2: as 1 without the interior copy, capped at 128 (H 64: 60 B spilled)
+# then ncu of the shipped wg and of DeepGEMM on 1024^2 causal H 64 (clean off), with the SMs' active-cycle spread.
+#   bash docs/results/session9_half_h200.sh      # results: $OUT/session9_half.tgz
+set -u
+RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
+OUT=/tmp/session9_half; rm -rf "$OUT"
+source docs/results/device_common.sh   # step, run_step, pack
+PACK=$RES/session9_half.tgz
+DEADLINE=${DEADLINE:-420}
+race() {  # NAME DIR GRADE
+  mkdir -p "$OUT/race_$1"
+  TAIL=3 RAWINDEXER_RACE_BUILD=$2 run_step "race_$1" 110 python3 bench/race_sm90.py --impls wg $3 --reps 5 --out "$OUT/race_$1"
+}
+race v14a "$PWD/.v/v14" --no-grade
+race half "$PWD/.v/half" "--grade wg"
+race half2 "$PWD/.v/half2" "--grade wg"
+race half3c "$PWD/.v/half3c" "--grade wg"
+race v14b "$PWD/.v/v14" --no-grade
+source docs/results/ncu_common.sh      # NCU_BIN, SECTIONS, M, prof, summary
+M=$M,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,sm__cycles_elapsed.max
+python3 bench/prefill_profile.py --impl dg --rows 1024 --keys 1024 --window causal --heads 64 --no-clean >/dev/null 2>&1
+if [ -n "$NCU_BIN" ]; then
+  PROF_LIMIT=60
+  prof wg_1024_c64 '_wg$' --impl ours --rows 1024 --keys 1024 --window causal --heads 64
+  prof dg_1024_c64 'sm90_fp8_mqa_logits' --impl dg --rows 1024 --keys 1024 --window causal --heads 64
+  summary "session 9 H200 profile" "$OUT/session9_profile.txt"
+fi
+echo "== done (t=$(( $(date +%s) - T0 )) s)"
+pack; ls -la "$RES"
