@@ -56,11 +56,8 @@
 #define KERNEL_ARGS \
   q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, N, split_n, num_warps, flags
 
-#ifndef WG_MIN_BLOCKS  // experiment: __launch_bounds__'s blocks-per-SM hint of the wg kernels (0: none)
-#define WG_MIN_BLOCKS 0
-#endif
 #define WG_KERNEL(H, D, BM, SUFFIX, EPI, PP)                                                              \
-  extern "C" __global__ void __launch_bounds__(MAX_THREADS, WG_MIN_BLOCKS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX( \
+  extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_##SUFFIX( \
       KERNEL_PARAMS) {                                                                                     \
     fp8_mqa_logits_wg_body<H, D, BM, EPI, PP>(KERNEL_ARGS);                                                \
   }

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Session 9, first H200 call (issue 14): "wg" with its tile's wgmma issued as two halves so that one half runs on the
-# tensor cores under the other's head reduce (WG_HALF_OVERLAP, kernels/sm90/prefill_wg.cuh), three race builds beside
+# Session 9, first H200 call (issue 14), run at commit e8fd5dc (the experiment left the source after it): "wg" with
+# its tile's wgmma issued as two halves so that one half runs on the tensor cores under the other's head reduce (WG_HALF_OVERLAP, kernels/sm90/prefill_wg.cuh), three race builds beside
 # the v14 build (.v/v14), DeepGEMM in every run, each candidate graded in its run:
 #   .v/half    WG_HALF_OVERLAP=1: pipelined across tiles (150 registers at H 64 D 128: three blocks per SM)
 #   .v/half2   WG_HALF_OVERLAP=2: the two halves of one tile back to back (142 registers)

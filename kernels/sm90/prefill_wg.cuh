@@ -33,16 +33,6 @@
 #ifndef WG_PEEL_INTERIOR
 #define WG_PEEL_INTERIOR 1
 #endif
-// WG_HALF_OVERLAP (session 9, experiment; 0 = the v14 loop): where the block's N = BM * H columns split into two
-// halves of whole rows (NQ = 128: H 64 bm 2, H 32 bm 4), each tile's wgmma is issued as two N / 2 halves in their own
-// commit groups, and the loop is software-pipelined by half: half 1 of tile t runs on the tensor cores while the
-// warps reduce half 0 of t, and half 0 of tile t + 1 while they reduce half 1 of t -- the same 64 accumulators and two
-// K tiles in registers as the v14 loop, no extra shared-memory traffic (RS form: K is the register operand), but the
-// warpgroup never waits for its whole tile's wgmma before its head reduce starts (session 7's ncu of 1024^2 causal
-// H 64: 15% of the stall samples on that wait; tensor pipe 26% busy against DeepGEMM's 46%).
-#ifndef WG_HALF_OVERLAP
-#define WG_HALF_OVERLAP 0
-#endif
 #pragma once
 #include "common.cuh"
 #include "wgmma.cuh"
@@ -83,87 +73,6 @@ template <bool PP>
 struct WgPingPongLoop;
 template <int EPI>
 struct WgEpilogueExt;
-
-// DESIGN: the half-overlapped tile loop (WG_HALF_OVERLAP). A tile's NQ columns are two halves of NQ / (2 H) rows
-// each; half h is its own N = NQ / 2 wgmma (Q columns from h * NQ / 2, i.e. q_base + h * NQ / 2 * D) into its own 32
-// accumulators, committed as one group. Order per tile t (the warpgroup's tiles t0, t0 + nwg, ...):
-//   issue hi(t) | wait<1> (lo(t) done) | reduce lo(t) | issue lo(t + nwg) | wait<1 or 0> (hi(t) done) | reduce hi(t)
-//   | load K(t + 2 nwg) into t's registers (both wgmmas that read them are done)
-// so the tensor cores hold one half while the warps reduce the other. The two K tiles alternate between two register
-// sets (the loop is unrolled by two so each set is a fixed set of registers). Tiles inside every row's window
-// (WG_PEEL_INTERIOR's range) store without window tests; a tile that meets no window issues no wgmma.
-template <int H, int D, int NQ, int NCH, int TILE, int BM>
-__device__ __forceinline__ void wg_half_overlap_tiles(const u8* __restrict__ k, const float* __restrict__ kv_scale,
-                                                      uint32_t q_base, const float* w_s, const int2* win_s,
-                                                      float* __restrict__ out, i64 out_row_stride, int m0, int nrows,
-                                                      int lo, int hi, int t, int tile_end, int nwg, int wq, int gid,
-                                                      int tig, bool clean) {
-  constexpr int NH = NQ / 2, RH = NH / H;  // columns and rows per half
-  float acc_lo[NH / 2], acc_hi[NH / 2];
-  WgTile<NCH> kb0, kb1;
-  int in_lo = 0, in_hi = nrows == BM ? hi : 0;
-#pragma unroll
-  for (int r = 0; r < BM; ++r) {
-    in_lo = max(in_lo, win_s[r].x);
-    in_hi = min(in_hi, win_s[r].y);
-  }
-  const TileRange in = interior_tile_range(lo, in_lo, in_hi, TILE);
-  auto interior = [&](int tt) { return tt >= in.begin && tt < in.end; };
-  auto tile_hit = [&](int tt) { return interior(tt) || any_window_meets<BM>(win_s, lo + tt * TILE, TILE); };
-  auto issue = [&](float (&acc)[NH / 2], int half, const WgTile<NCH>& kt) {
-    fence_regs(acc);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    wgmma_rs_tile<NH, D, NCH>(acc, kt, q_base + half * NH * D);
-    fence_regs(acc);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  };
-  auto reduce = [&](const float (&acc)[NH / 2], int half, const WgTile<NCH>& kt, int tt, bool hit) {
-    const int tok0 = lo + tt * TILE + 16 * wq + gid;
-    auto weight = [&](int j) { return *reinterpret_cast<const float2*>(w_s + half * NH + 8 * j + 2 * tig); };
-    if (WG_HALF_OVERLAP != 3 && interior(tt)) {
-      wg_head_sum_fp32<H, NH>(acc, weight, true, true, tig, tok0, kt.scale[0], kt.scale[1],
-                              [&](int r, int tok, bool, float v) { out[(i64)(m0 + half * RH + r) * out_row_stride + tok] = v; });
-    } else {
-      wg_head_sum_fp32<H, NH>(acc, weight, hit, hit, tig, tok0, kt.scale[0], kt.scale[1],
-                              [&](int r, int tok, bool h, float v) {
-                                const int row = half * RH + r;
-                                if (row < nrows) store_logit(out + (i64)(m0 + row) * out_row_stride, tok, hi, win_s[row], h, clean, v);
-                              });
-    }
-  };
-  // ptxas serialises every wgmma of the kernel when a wait sits on a path it cannot prove warp-uniform (C7518), so
-  // the tile index is broadcast and every tile of the range is issued, hit or not (a tile that meets no window, only
-  // in packed requests, costs its wgmma and its reduce is skipped).
-  t = __shfl_sync(0xffffffffu, t, 0);
-  if (t >= tile_end) return;
-  load_wg_tile<D, NCH>(kb0, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
-  if (t + nwg < tile_end) load_wg_tile<D, NCH>(kb1, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
-  issue(acc_lo, 0, kb0);
-  // returns true when t was the last tile; cur holds K(t) with lo(t) issued, nxt K(t + nwg) or its load in flight
-  auto step = [&](WgTile<NCH>& cur, WgTile<NCH>& nxt) {
-    const int tn = t + nwg;
-    const bool hit = tile_hit(t);
-    issue(acc_hi, 1, cur);
-    wgmma_wait<1>();
-    fence_regs(acc_lo);
-    reduce(acc_lo, 0, cur, t, hit);
-    if (tn >= tile_end) {
-      wgmma_wait<0>();
-      fence_regs(acc_hi);
-      reduce(acc_hi, 1, cur, t, hit);
-      return true;
-    }
-    issue(acc_lo, 0, nxt);
-    wgmma_wait<1>();
-    fence_regs(acc_hi);
-    reduce(acc_hi, 1, cur, t, hit);
-    if (tn + nwg < tile_end) load_wg_tile<D, NCH>(cur, k, kv_scale, lo + (tn + nwg) * TILE + 16 * wq, hi, gid, tig);
-    t = tn;
-    return false;
-  };
-  while (!step(kb0, kb1) && !step(kb1, kb0)) {
-  }
-}
 
 template <int H, int D, int BM, int EPI, bool PP>
 __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q, const u8* __restrict__ k,
@@ -303,13 +212,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
 #pragma unroll
   for (int i = 0; i < NACC; ++i) accA[i] = 0.0f;
 
-  constexpr bool HALF_ELIGIBLE = EPI == EPI_FP32 && NQ == 128 && (NQ / 2) % H == 0;
-  constexpr bool HALF_OVERLAP = (WG_HALF_OVERLAP == 1 || WG_HALF_OVERLAP == 3) && HALF_ELIGIBLE;
-  constexpr bool HALF_SPLIT = WG_HALF_OVERLAP == 2 && HALF_ELIGIBLE;
-  if constexpr (!PP && HALF_OVERLAP) {
-    wg_half_overlap_tiles<H, D, NQ, NCH, TILE, BM>(k, kv_scale, q_base, w_s, win_s, out, out_row_stride, m0, nrows, lo, hi,
-                                               tile_begin + wg, tile_end, nwg, wq, gid, tig, clean);
-  } else if constexpr (!PP) {
+  if constexpr (!PP) {
     // DESIGN: warpgroups split the tile range; the next tile's K is prefetched into registers while
     // this one is multiplied, so each warpgroup keeps a K stream in flight.
     WgTile<NCH> cur, nxt;
@@ -322,42 +225,6 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
       if (t + nwg < tile_end)
         load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
       const bool hit = interior || tile_hit(base);
-      if constexpr (HALF_SPLIT) {
-        // WG_HALF_OVERLAP 2: the tile's two halves issued back to back, half 1 on the tensor cores under half 0's
-        // reduce; the whole wgmma lifetime inside one branch (a wait outside it serialises every wgmma, C7518)
-        constexpr int NH = NQ / 2, RH = NH / H;
-        float(&acc_lo)[NH / 2] = *reinterpret_cast<float(*)[NH / 2]>(&accA[0]);
-        float(&acc_hi)[NH / 2] = *reinterpret_cast<float(*)[NH / 2]>(&accA[NH / 2]);
-        const int tok0 = base + 16 * wq + gid;
-        auto half_reduce = [&](const float (&acc)[NH / 2], int half, bool h) {
-          auto w_half = [&](int j) { return weight(j + half * (NH / 8)); };
-          if (interior)
-            wg_head_sum_fp32<H, NH>(acc, w_half, true, true, tig, tok0, cur.scale[0], cur.scale[1],
-                                    [&](int r, int tok, bool, float v) { out[(i64)(m0 + half * RH + r) * out_row_stride + tok] = v; });
-          else
-            wg_head_sum_fp32<H, NH>(acc, w_half, h, h, tig, tok0, cur.scale[0], cur.scale[1],
-                                    [&](int r, int tok, bool hh, float v) { put(half * RH + r, tok, hh, v); });
-        };
-        if (hit) {
-          fence_regs(accA);
-          asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-          wgmma_rs_tile<NH, D, NCH>(acc_lo, cur, q_base);
-          commit();
-          wgmma_rs_tile<NH, D, NCH>(acc_hi, cur, q_base + NH * D);
-          commit();
-          fence_regs(accA);
-          wgmma_wait<1>();
-          fence_regs(acc_lo);
-          half_reduce(acc_lo, 0, true);
-          wgmma_wait<0>();
-          fence_regs(acc_hi);
-          half_reduce(acc_hi, 1, true);
-        } else {
-          half_reduce(acc_lo, 0, false);
-          half_reduce(acc_hi, 1, false);
-        }
-        return;
-      }
       if (hit) {
         issue(accA, cur);
         commit();
