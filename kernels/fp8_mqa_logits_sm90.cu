@@ -37,6 +37,7 @@
 #include "sm90/prefill_mma.cuh"
 #include "sm90/wgmma.cuh"
 #include "sm90/prefill_wg.cuh"
+#include "sm90/prefill_wg_pair.cuh"  // "wgpr": wg with each block's two warpgroups on a pair of row blocks
 #include "sm90/prefill_ws.cuh"
 #include "sm90/prefill_tma.cuh"  // "tma" / "tmas" (experiment, v8): K through a TMA tensor map argument
 #include "sm90/prefill_tma_balanced.cuh"  // "tmasb2" (v10, auto where faster) / "tmasb": tmas on a device-computed balanced schedule
@@ -63,6 +64,11 @@
   }
 #define INSTANTIATE_wg(H, D, BM) WG_KERNEL(H, D, BM, wg, EPI_FP32, false)
 #define INSTANTIATE_wgr(H, D, BM) WG_KERNEL(H, D, BM, wgr, EPI_MMA, false)
+#define INSTANTIATE_wgpr(H, D, BM)                                                                       \
+  extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_wgpr( \
+      KERNEL_PARAMS) {                                                                                     \
+    fp8_mqa_logits_wg_pair_body<H, D, BM>(KERNEL_ARGS);                                                    \
+  }
 #define INSTANTIATE_mma(H, D, BM)                                                                     \
   extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_mma( \
       KERNEL_PARAMS) {                                                                                \

@@ -161,8 +161,11 @@ SM90 = "sm_90a"
 
 def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | None = None, ss_stages: bool = False,
           experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None,
-          k_tensor_map: bool = False, balanced: bool = False, q_prefetch: bool = False) -> Design:
+          k_tensor_map: bool = False, balanced: bool = False, q_prefetch: bool = False,
+          paired_rows: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
+    if paired_rows:  # grid = ceil(row blocks / 2), 8 warps: block x computes row blocks R - 1 - x and x (session 9)
+        params["paired_rows"] = True
     if k_tensor_map:  # the kernel takes a CUtensorMap of K after the common arguments (build.py, v8)
         params["k_tensor_map"] = True
     if balanced:  # grid = one block per SM; each block computes its share of all row blocks' tiles (v10)
@@ -190,6 +193,8 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "consumer warpgroups (N = 128 each) take turns on the tensor core", consumers=2, logit_eps=2e-3),
     _sm90("mma", "mma.sync baseline (fp8 widened to f16 by ptxas; never chosen by the heuristic)", tile_tokens=32,
           logit_eps=1e-5),
+    _sm90("wgpr", "wg with each block's two warpgroups walking a pair of row blocks (R - 1 - x and x) interleaved: "
+          "balanced causal chains below 4096 keys (session 9)", logit_eps=2e-3, experiment=True, paired_rows=True),
     # experiments (docs/PERFORMANCE.md v3-v7): built by bench/exp_sm90.py or bench/race_sm90.py only
     *[_sm90(n, "ping-pong accumulator experiment (v3)", experiment=True) for n in ("wgp", "wgrp", "wgx")],
     *[_sm90(n, "lean-epilogue experiment (v5)", experiment=True) for n in ("wf", "wa", "wfs", "was")],

@@ -69,6 +69,9 @@ SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_e
 #: warp-specialised designs -> consumer warpgroups per block (block = 1 producer warpgroup + these; rows per
 #: consumer = block_m / consumers); K ring depth (WS_STAGES in the kernel source)
 WS_CONSUMERS = {name: d.params["consumers"] for name, d in registry.SM90_DESIGNS.items() if "consumers" in d.params}
+#: designs whose block computes a pair of row blocks (R - 1 - x and x) with two warpgroups: grid ceil(R / 2), 8 warps
+PAIRED_DESIGNS = tuple(name for name, d in registry.SM90_DESIGNS.items() if d.params.get("paired_rows"))
+PAIRED_WARPS = 8
 WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
@@ -229,6 +232,10 @@ class Sm90Family(KernelFamily):
                 raise ValueError(f"num_warps must be {warps} for design {self.design!r} (producer + "
                                  f"{WS_CONSUMERS[self.design]} consumer warpgroups), got {t.num_warps}")
             return self._plan_ws(p, t, pointers, compute_units, instances[block_m], block_m)
+        paired = self.design in PAIRED_DESIGNS
+        if paired and t.num_warps not in (0, None, PAIRED_WARPS):
+            raise ValueError(f"num_warps must be {PAIRED_WARPS} for design {self.design!r} (one warpgroup per row block "
+                             f"of the pair), got {t.num_warps}")
         if t.num_warps:
             if not 1 <= t.num_warps <= MAX_WARPS or (self.design != "mma" and t.num_warps % 4):
                 raise ValueError(f"num_warps must be in 1..{MAX_WARPS}"
@@ -241,6 +248,8 @@ class Sm90Family(KernelFamily):
             # the card three times over (4096 x 32768: 1320 vs 1353 us); below that two warpgroups sharing one
             # staged Q win (128 x 32768: 64 vs 72 us; 671 x 131072 H=64, 336 row blocks: 1950 vs 2254 us).
             num_warps = 4 if self.design == "mma" or row_blocks >= ROW_BLOCKS_PER_SM_FOR_4_WARPS * max(1, compute_units) else 8
+            if paired:
+                num_warps = PAIRED_WARPS
         if t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
@@ -250,7 +259,7 @@ class Sm90Family(KernelFamily):
             # least MIN_TILES_PER_STREAM tiles per stream: on short rows every split re-stages Q
             # (1024 x 1024 multi_req H=64: split 1 14.8 us, split 2 17.6 us).
             want = ceil(TARGET_BLOCKS_PER_SM * max(1, compute_units) / row_blocks)
-            streams = num_warps // 4 if self.design != "mma" else num_warps
+            streams = 1 if paired else num_warps // 4 if self.design != "mma" else num_warps  # paired: one per row block
             cap = max(1, ceil(p.N / TILE_TOKENS[self.design]) // (MIN_TILES_PER_STREAM * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
 
@@ -258,7 +267,8 @@ class Sm90Family(KernelFamily):
         stages = 4 if self.design.endswith("4") else SS_STAGES
         shared_mem = (num_warps // 4) * stages * TILE_TOKENS[self.design] * p.head_dim if self.design in SS_DESIGNS else 0
 
-        return self._launch_plan(instances[block_m], p, t, pointers, block_m, row_blocks, split_n, num_warps, shared_mem)
+        grid_rows = ceil(row_blocks / 2) if paired else row_blocks
+        return self._launch_plan(instances[block_m], p, t, pointers, block_m, grid_rows, split_n, num_warps, shared_mem)
 
     def _launch_plan(self, symbol: str, p: Problem, t: Tunables, pointers: Pointers, block_m: int, row_blocks: int,
                      split_n: int, num_warps: int, shared_mem: int) -> LaunchPlan:

@@ -1,0 +1,172 @@
+// ===================================================================================================
+// Design "wgpr" (session 9, issue 14): "wg" with each block's two warpgroups sharing a PAIR of row blocks.
+//
+// Why: at 1024^2 causal H 64, "wg" runs 512 one-warpgroup blocks of two rows (four per SM, one pass of the card),
+// and a bottom row block walks its 16 tiles alone while a top one has 1. ncu (docs/results/session9/half): the
+// busiest SM is active 32.7 k cycles against an average of 26.5 k (DeepGEMM 23.2 k / 21.6 k), so the longest
+// chain, not the SM's total work, sets the time; which row blocks share an SM is the hardware's choice.
+//
+// DESIGN: row-block pairs. Block x (grid ceil(R / 2) x split_n, exactly 8 warps: the host's plan) stages Q, weights and windows of row
+// blocks R - 1 - x and x (one when they coincide), and its warpgroups walk the concatenation of the two row
+// blocks' tile lists interleaved (item i to warpgroup i % 2). A causal long row block and its short partner add up
+// to about the same tiles in every block (1024^2: ~17), so each block is balanced by itself whatever SM it lands on,
+// and each warpgroup's chain is half the pair's tiles (~8.5 against the bottom row block's 16 in "wg"). Two blocks of
+// 256 threads per SM keep four warpgroups per SM, as "wg" has. The tile step, the K prefetch (one tile ahead into
+// registers), the head reduce and the stores are "wg"'s (prefill_wg.cuh); tiles inside every row's window of their
+// row block store without window tests, as WG_PEEL_INTERIOR, here by a warp-uniform branch per tile.
+// ===================================================================================================
+#pragma once
+#include "common.cuh"
+#include "wgmma.cuh"
+
+template <int H, int D, int BM>
+__device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict__ q, const u8* __restrict__ k,
+                                                            const float* __restrict__ kv_scale,
+                                                            const float* __restrict__ weights,
+                                                            const int* __restrict__ cu_seqlen_ks,
+                                                            const int* __restrict__ cu_seqlen_ke,
+                                                            float* __restrict__ out, i64 out_row_stride, int M,
+                                                            int N, int split_n, int num_warps, int flags) {
+  constexpr int NQ = BM * H;
+  static_assert(NQ == 64 || NQ == 128, "wgpr: two row blocks' Q in 32 KB of static shared memory");
+  constexpr int NCH = D / 64, TILE = 64, NACC = NQ / 2;
+
+  __shared__ __align__(128) u8 q_s[2][NQ * D];
+  __shared__ float w_s[2][NQ];
+  __shared__ int2 win_s[2][BM];
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1);
+  const int warp = tid / WARP;
+  const int wg = warp / 4, wq = warp % 4;
+  const int nwg = num_warps / 4;
+  const int gid = lane >> 2, tig = lane & 3;
+  const int nthreads = num_warps * WARP;
+
+  const int row_blocks = (M + BM - 1) / BM, x = (int)blockIdx.x, split = (int)blockIdx.y;
+  const int pairs = x < row_blocks - 1 - x ? 2 : 1;  // row blocks row_blocks - 1 - x and x
+  int m0[2], nrows[2];
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    m0[p] = (p == 0 ? row_blocks - 1 - x : x) * BM;
+    nrows[p] = p < pairs ? min(BM, M - m0[p]) : 0;
+  }
+  const bool clean = (flags & FLAG_CLEAN_LOGITS) != 0;
+  // Q staging, loads first (as "wg", v13): both row blocks' Q and weights in flight before the first shared store.
+  {
+    constexpr int CHUNKS = NQ * (D / 16), W_TRIPS = (NQ + 127) / 128;
+    static_assert(CHUNKS % 256 == 0, "Q chunks: a whole number per thread of a 256-thread block");
+    constexpr int TRIPS = CHUNKS / 256;  // per row block, 8 warps
+    uint4 v[2][TRIPS];
+    float wv[2][W_TRIPS];
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+#pragma unroll
+      for (int i = 0; i < TRIPS; ++i) {
+        const int idx = tid + i * nthreads, n = idx / (D / 16), r = n / H;
+        v[p][i] = make_uint4(0, 0, 0, 0);
+        if (idx < CHUNKS && r < nrows[p])
+          v[p][i] = ldg16(q + ((i64)(m0[p] + r) * H + (n % H)) * D + 16 * (idx % (D / 16)));
+      }
+#pragma unroll
+      for (int i = 0; i < W_TRIPS; ++i) {
+        const int idx = tid + i * nthreads, r = idx / H;
+        wv[p][i] = idx < NQ && r < nrows[p] ? weights[(i64)(m0[p] + r) * H + (idx % H)] : 0.0f;
+      }
+    }
+    if (tid < 2 * BM) {  // windows of both row blocks (empty for a missing partner and rows past M)
+      const int p = tid / BM, r = tid % BM, row = (p ? m0[1] : m0[0]) + r;
+      int s = 0, e = 0;
+      if (r < (p ? nrows[1] : nrows[0])) {
+        s = max(min(cu_seqlen_ks[row], N), 0);
+        e = max(min(cu_seqlen_ke[row], N), s);
+      }
+      win_s[p][r] = make_int2(s, e);
+    }
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+#pragma unroll
+      for (int i = 0; i < TRIPS; ++i) {
+        const int idx = tid + i * nthreads;
+        if (idx < CHUNKS) store_q_chunk_permuted<D>(q_s[p], idx / (D / 16), 16 * (idx % (D / 16)), v[p][i]);
+      }
+#pragma unroll
+      for (int i = 0; i < W_TRIPS; ++i)
+        if (tid + i * nthreads < NQ) w_s[p][tid + i * nthreads] = wv[p][i];
+    }
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+
+  // Per row block: the union span and this split's tiles of it, and the interior tiles (inside every row's window).
+  BlockSpan bs[2];
+  TileRange in[2];
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    bs[p] = uniform_block_span<BM, TILE>(win_s[p], N, split, split_n);
+    int in_lo = 0, in_hi = nrows[p] == BM ? N : 0;
+#pragma unroll
+    for (int r = 0; r < BM; ++r) {
+      in_lo = max(in_lo, win_s[p][r].x);
+      in_hi = min(in_hi, win_s[p][r].y);
+    }
+    in[p] = interior_tile_range(bs[p].lo, in_lo, in_hi, TILE);
+  }
+  const int items0 = bs[0].tile_end - bs[0].tile_begin;
+  const int items = items0 + bs[1].tile_end - bs[1].tile_begin;
+  const uint32_t q_base0 = (uint32_t)__cvta_generic_to_shared(q_s[0]);
+  // Item i of the pair's concatenated tile list: row block p = i >= items0, tile t of its span.
+  auto row_block_of_item = [&](int i) { return i >= items0 ? 1 : 0; };
+  auto tile_of_item = [&](int i, int p) { return p ? bs[1].tile_begin + i - items0 : bs[0].tile_begin + i; };
+  auto tile_base = [&](int p, int t) { return (p ? bs[1].lo : bs[0].lo) + t * TILE; };
+
+  float acc[NACC];
+#pragma unroll
+  for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+  WgTile<NCH> cur, nxt;
+  auto load_item = [&](WgTile<NCH>& kt, int i) {
+    const int p = row_block_of_item(i);
+    load_wg_tile<D, NCH>(kt, k, kv_scale, tile_base(p, tile_of_item(i, p)) + 16 * wq, p ? bs[1].hi : bs[0].hi, gid,
+                         tig);
+  };
+  int i = wg;
+  if (i < items) load_item(nxt, i);
+  for (; i < items; i += nwg) {
+    cur = nxt;
+    if (i + nwg < items) load_item(nxt, i + nwg);
+    const int p = row_block_of_item(i), t = tile_of_item(i, p), base = tile_base(p, t);
+    const int rows = p ? nrows[1] : nrows[0], hi = p ? bs[1].hi : bs[0].hi;
+    const i64 row0 = (i64)(p ? m0[1] : m0[0]) * out_row_stride;
+    const bool interior = t >= (p ? in[1].begin : in[0].begin) && t < (p ? in[1].end : in[0].end);
+    const bool hit = interior || any_window_meets<BM>(win_s[p], base, TILE);
+    if (hit) {
+      fence_regs(acc);
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+      wgmma_rs_tile<NQ, D, NCH>(acc, cur, q_base0 + p * NQ * D);
+      fence_regs(acc);
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      wgmma_wait<0>();
+      fence_regs(acc);
+    }
+    const float* w_p = w_s[p];
+    auto weight = [&](int j) { return *reinterpret_cast<const float2*>(w_p + 8 * j + 2 * tig); };
+    const int tok0 = base + 16 * wq + gid;
+    if (interior) {
+      wg_head_sum_fp32<H, NQ>(acc, weight, true, true, tig, tok0, cur.scale[0], cur.scale[1],
+                              [&](int r, int tok, bool, float v) { out[row0 + (i64)r * out_row_stride + tok] = v; });
+    } else {
+      wg_head_sum_fp32<H, NQ>(acc, weight, hit, hit, tig, tok0, cur.scale[0], cur.scale[1],
+                              [&](int r, int tok, bool h, float v) {
+                                if (r < rows)
+                                  store_logit(out + row0 + (i64)r * out_row_stride, tok, hi, win_s[p][r], h, clean, v);
+                              });
+    }
+  }
+
+  if (clean) {
+#pragma unroll
+    for (int p = 0; p < 2; ++p)
+      fill_outside_union(out, out_row_stride, m0[p], nrows[p], bs[p].lo, bs[p].hi, N, flags & FLAG_VEC4_FILL,
+                         split * num_warps + warp, split_n * num_warps, lane);
+  }
+}
