@@ -65,7 +65,7 @@
 #define INSTANTIATE_wg(H, D, BM) WG_KERNEL(H, D, BM, wg, EPI_FP32, false)
 #define INSTANTIATE_wgr(H, D, BM) WG_KERNEL(H, D, BM, wgr, EPI_MMA, false)
 #define INSTANTIATE_wgpr(H, D, BM)                                                                       \
-  extern "C" __global__ void __launch_bounds__(MAX_THREADS) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_wgpr( \
+  extern "C" __global__ void __launch_bounds__(MAX_THREADS, 2) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_wgpr( \
       KERNEL_PARAMS) {                                                                                     \
     fp8_mqa_logits_wg_pair_body<H, D, BM>(KERNEL_ARGS);                                                    \
   }

@@ -8,12 +8,11 @@
 //
 // DESIGN: row-block pairs. Block x (grid ceil(R / 2) x split_n, exactly 8 warps: the host's plan) stages Q, weights and windows of row
 // blocks R - 1 - x and x (one when they coincide), and its warpgroups walk the concatenation of the two row
-// blocks' tile lists interleaved (item i to warpgroup i % 2). A causal long row block and its short partner add up
+// blocks' tile lists in two contiguous halves, one per warpgroup. A causal long row block and its short partner add up
 // to about the same tiles in every block (1024^2: ~17), so each block is balanced by itself whatever SM it lands on,
 // and each warpgroup's chain is half the pair's tiles (~8.5 against the bottom row block's 16 in "wg"). Two blocks of
 // 256 threads per SM keep four warpgroups per SM, as "wg" has. The tile step, the K prefetch (one tile ahead into
-// registers), the head reduce and the stores are "wg"'s (prefill_wg.cuh); tiles inside every row's window of their
-// row block store without window tests, as WG_PEEL_INTERIOR, here by a warp-uniform branch per tile.
+// registers), the head reduce, the stores and the interior peel (WG_PEEL_INTERIOR) are "wg"'s (prefill_wg.cuh).
 // ===================================================================================================
 #pragma once
 #include "common.cuh"
@@ -112,56 +111,61 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     }
     in[p] = interior_tile_range(bs[p].lo, in_lo, in_hi, TILE);
   }
+  // DESIGN: each warpgroup takes a contiguous share of the pair's concatenated tile list (row block 0's tiles, then
+  // row block 1's), so it walks at most two segments, one per row block, each with "wg"'s peeled loop (general tiles,
+  // interior tiles without window tests, general tiles) and its K prefetch one tile ahead.
   const int items0 = bs[0].tile_end - bs[0].tile_begin;
   const int items = items0 + bs[1].tile_end - bs[1].tile_begin;
+  const int share = (items + nwg - 1) / nwg;
+  const int my_begin = min(items, wg * share), my_end = min(items, my_begin + share);
   const uint32_t q_base0 = (uint32_t)__cvta_generic_to_shared(q_s[0]);
-  // Item i of the pair's concatenated tile list: row block p = i >= items0, tile t of its span.
-  auto row_block_of_item = [&](int i) { return i >= items0 ? 1 : 0; };
-  auto tile_of_item = [&](int i, int p) { return p ? bs[1].tile_begin + i - items0 : bs[0].tile_begin + i; };
-  auto tile_base = [&](int p, int t) { return (p ? bs[1].lo : bs[0].lo) + t * TILE; };
 
   float acc[NACC];
 #pragma unroll
   for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
-  WgTile<NCH> cur, nxt;
-  auto load_item = [&](WgTile<NCH>& kt, int i) {
-    const int p = row_block_of_item(i);
-    load_wg_tile<D, NCH>(kt, k, kv_scale, tile_base(p, tile_of_item(i, p)) + 16 * wq, p ? bs[1].hi : bs[0].hi, gid,
-                         tig);
-  };
-  int i = wg;
-  if (i < items) load_item(nxt, i);
-  for (; i < items; i += nwg) {
-    cur = nxt;
-    if (i + nwg < items) load_item(nxt, i + nwg);
-    const int p = row_block_of_item(i), t = tile_of_item(i, p), base = tile_base(p, t);
-    const int rows = p ? nrows[1] : nrows[0], hi = p ? bs[1].hi : bs[0].hi;
-    const i64 row0 = (i64)(p ? m0[1] : m0[0]) * out_row_stride;
-    const bool interior = t >= (p ? in[1].begin : in[0].begin) && t < (p ? in[1].end : in[0].end);
-    const bool hit = interior || any_window_meets<BM>(win_s[p], base, TILE);
-    if (hit) {
-      fence_regs(acc);
-      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-      wgmma_rs_tile<NQ, D, NCH>(acc, cur, q_base0 + p * NQ * D);
-      fence_regs(acc);
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      wgmma_wait<0>();
-      fence_regs(acc);
-    }
+  // Tiles [t_begin, t_end) of row block p (a constant at each call site once inlined).
+  auto segment = [&](int p, int t_begin, int t_end) {
+    if (t_begin >= t_end) return;
+    const int lo = bs[p].lo, hi = bs[p].hi, rows = nrows[p];
+    const i64 row0 = (i64)m0[p] * out_row_stride;
+    const int2* win = win_s[p];
     const float* w_p = w_s[p];
+    const uint32_t q_base = q_base0 + p * NQ * D;
     auto weight = [&](int j) { return *reinterpret_cast<const float2*>(w_p + 8 * j + 2 * tig); };
-    const int tok0 = base + 16 * wq + gid;
-    if (interior) {
-      wg_head_sum_fp32<H, NQ>(acc, weight, true, true, tig, tok0, cur.scale[0], cur.scale[1],
-                              [&](int r, int tok, bool, float v) { out[row0 + (i64)r * out_row_stride + tok] = v; });
-    } else {
-      wg_head_sum_fp32<H, NQ>(acc, weight, hit, hit, tig, tok0, cur.scale[0], cur.scale[1],
-                              [&](int r, int tok, bool h, float v) {
-                                if (r < rows)
-                                  store_logit(out + row0 + (i64)r * out_row_stride, tok, hi, win_s[p][r], h, clean, v);
-                              });
-    }
-  }
+    WgTile<NCH> cur, nxt;
+    int t = t_begin;
+    load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + t * TILE + 16 * wq, hi, gid, tig);
+    auto step = [&](bool interior) {
+      const int base = lo + t * TILE;
+      cur = nxt;
+      if (t + 1 < t_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + 1) * TILE + 16 * wq, hi, gid, tig);
+      const bool hit = interior || any_window_meets<BM>(win, base, TILE);
+      if (hit) {
+        fence_regs(acc);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        wgmma_rs_tile<NQ, D, NCH>(acc, cur, q_base);
+        fence_regs(acc);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        wgmma_wait<0>();
+        fence_regs(acc);
+      }
+      const int tok0 = base + 16 * wq + gid;
+      if (interior) {
+        wg_head_sum_fp32<H, NQ>(acc, weight, true, true, tig, tok0, cur.scale[0], cur.scale[1],
+                                [&](int r, int tok, bool, float v) { out[row0 + (i64)r * out_row_stride + tok] = v; });
+      } else {
+        wg_head_sum_fp32<H, NQ>(acc, weight, hit, hit, tig, tok0, cur.scale[0], cur.scale[1],
+                                [&](int r, int tok, bool h, float v) {
+                                  if (r < rows) store_logit(out + row0 + (i64)r * out_row_stride, tok, hi, win[r], h, clean, v);
+                                });
+      }
+    };
+    for (; t < t_end && t < in[p].begin; ++t) step(false);
+    for (; t < t_end && t < in[p].end; ++t) step(true);
+    for (; t < t_end; ++t) step(false);
+  };
+  segment(0, bs[0].tile_begin + my_begin, bs[0].tile_begin + min(my_end, items0));
+  segment(1, bs[1].tile_begin + max(my_begin, items0) - items0, bs[1].tile_begin + my_end - items0);
 
   if (clean) {
 #pragma unroll
