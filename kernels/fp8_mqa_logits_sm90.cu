@@ -28,6 +28,7 @@
 //
 // The designs live in kernels/sm90/, one file each, on kernels/sm90/common.cuh (windows, tile ranges, fill):
 //   prefill_wg.cuh   "wg" (the default) and "wgr"    prefill_ws.cuh  "ws" (and its experiment forms)
+//   prefill_wg_pair.cuh  "wgpr": wg on row-block pairs (two blocks of 256 threads per SM: 128 registers at H <= 64)
 //   prefill_mma.cuh  "mma" (the baseline)            wgmma.cuh       wgmma wrappers shared by wg and ws
 // rawindexer/registry.py declares every design and the instances build.py compiles (passed as INSTANCES(X)).
 // The performance experiments of docs/PERFORMANCE.md v4-v6 live in
@@ -65,7 +66,8 @@
 #define INSTANTIATE_wg(H, D, BM) WG_KERNEL(H, D, BM, wg, EPI_FP32, false)
 #define INSTANTIATE_wgr(H, D, BM) WG_KERNEL(H, D, BM, wgr, EPI_MMA, false)
 #define INSTANTIATE_wgpr(H, D, BM)                                                                       \
-  extern "C" __global__ void __launch_bounds__(MAX_THREADS, 2) fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_wgpr( \
+  extern "C" __global__ void __launch_bounds__(MAX_THREADS, H <= 64 ? 2 : 1)                                 \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_wgpr(                                                     \
       KERNEL_PARAMS) {                                                                                     \
     fp8_mqa_logits_wg_pair_body<H, D, BM>(KERNEL_ARGS);                                                    \
   }

@@ -194,7 +194,8 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
     _sm90("mma", "mma.sync baseline (fp8 widened to f16 by ptxas; never chosen by the heuristic)", tile_tokens=32,
           logit_eps=1e-5),
     _sm90("wgpr", "wg with each block's two warpgroups walking a pair of row blocks (R - 1 - x and x) interleaved: "
-          "balanced causal chains below 4096 keys (session 9)", logit_eps=2e-3, experiment=True, paired_rows=True),
+          "balanced causal chains where wg's grid is one pass of one-warpgroup blocks (session 9)", logit_eps=2e-3,
+          default_rank=3, paired_rows=True),
     # experiments (docs/PERFORMANCE.md v3-v7): built by bench/exp_sm90.py or bench/race_sm90.py only
     *[_sm90(n, "ping-pong accumulator experiment (v3)", experiment=True) for n in ("wgp", "wgrp", "wgx")],
     *[_sm90(n, "lean-epilogue experiment (v5)", experiment=True) for n in ("wf", "wa", "wfs", "was")],
@@ -230,6 +231,8 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
 SM90_INSTANCES: tuple[Sm90Instance, ...] = tuple(
     [Sm90Instance(h, d, bm, design) for design in ("wg", "wgr") for h in (32, 64, 128) for d in (64, 128)
      for bm in (1, 2, 4, 8) if bm * h in (64, 128, 256)]
+    # "wgpr": two row blocks' Q in 32 KB of static shared memory, N = 128
+    + [Sm90Instance(h, d, 128 // h, "wgpr") for h in (32, 64, 128) for d in (64, 128)]
     + [Sm90Instance(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
     + [Sm90Instance(h, d, 256 // h, "ws") for h in (32, 64, 128) for d in (64, 128)]
     # "tmas" and its balanced schedule "tmasb4": four consumers of N = 128, BLOCK_M = 4 * 128 / H

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 9, first H200 call (issue 14), run at commit e8fd5dc (the experiment left the source after it): "wg" with
-# its tile's wgmma issued as two halves so that one half runs on the tensor cores under the other's head reduce (WG_HALF_OVERLAP, kernels/sm90/prefill_wg.cuh), three race builds beside
-# the v14 build (.v/v14), DeepGEMM in every run, each candidate graded in its run:
+# its tile's wgmma issued as two halves so that one half runs on the tensor cores under the other's head reduce
+# (WG_HALF_OVERLAP, kernels/sm90/prefill_wg.cuh), three race builds beside the v14 build (.v/v14), DeepGEMM in every
+# run, each candidate graded in its run:
 #   .v/half    WG_HALF_OVERLAP=1: pipelined across tiles (150 registers at H 64 D 128: three blocks per SM)
 #   .v/half2   WG_HALF_OVERLAP=2: the two halves of one tile back to back (142 registers)
 #   .v/half3c  WG_HALF_OVERLAP=3 WG_MIN_BLOCKS=2: as 1 without the interior copy, capped at 128 (H 64: 60 B spilled)

@@ -37,8 +37,12 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
   the current one, the tile loop compiled once per buffer; the plan adds the second buffer's shared memory and caps
   the row blocks at BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS; ``tmasb3`` -- the same with one loop (experiment: 4% slower at
   H = 64). ``tmasb2`` is an experiment since session 6 (``bench/race_sm90.py --build``)
+* ``wgpr`` -- (session 9, docs/PERFORMANCE.md v15) ``wg`` on row-block pairs: grid ceil(R / 2), 8 warps, block x
+  computes row blocks R - 1 - x and x, its two warpgroups each a contiguous half of the pair's tiles, so a long
+  causal row block and its short partner balance within the block and no warpgroup walks a long row alone
 * ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps
-  (AUTO_BALANCED = ``tmasb4`` where :func:`balanced_wins`), else ``wg``
+  (AUTO_BALANCED = ``tmasb4`` where :func:`balanced_wins`), else ``wg`` (AUTO_PAIRED = ``wgpr`` where
+  :func:`paired_wins`)
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``RAWINDEXER_SM90_DESIGN=mma`` or ``Sm90Family(design="mma")``)
 
@@ -76,10 +80,10 @@ WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
 #: the design the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it): "auto" picks per
-#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", "wg", "tmasb4")
+#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", "wg", "tmasb4", "wgpr")
 AUTO = "auto"
 DEFAULT_DESIGN = AUTO
-AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg", "tmasb4")
+AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg", "tmasb4", "wgpr")
 #: "auto" takes "tmas" from this N on, "wg" below it (v8, H200, docs/results/race_sm90_v8_h200.log: 1024 x 1024
 #: wg 17.5 / tmas 28.5 us at H=32, 25.3 / 26.8 at H=64; from 4096 x 4096 on tmas wins 58 of the 64 race cases'
 #: 56 at N >= 4096) and only when the caller fixed no block_m / num_warps (those are the wg heuristic's knobs)
@@ -140,6 +144,22 @@ BALANCED_MAX_ROW_BLOCKS = 4096
 #: buffer takes 66 KB at D = 128, leaving 24 KB for spans and prefix under the 227 KB a block may have
 BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS = 2048
 BALANCED_FALLBACK = "tmas"
+#: where "auto" takes "wgpr" (row-block pairs) instead of "wg" (session 9, docs/PERFORMANCE.md v15; races beside
+#: DeepGEMM in docs/results/session9/pair2): H = 64 below AUTO_TMAS_MIN_N keys when wg's grid would be one pass of
+#: one-warpgroup blocks (3 to 4 row blocks per SM). There a bottom row block walks its causal tiles alone; the pairs
+#: halve that chain: 1024^2 causal 20.2-20.3 -> 17.1-17.2 us (c0) and 21.1-21.2 -> 18.1-18.5 (c1), multi_req c0
+#: 9.4-9.5 -> 10.2-10.3 (the host cannot tell the two apart). H = 32 keeps wg (its 1024-row grid already pairs two
+#: warpgroups per row block: wgpr 7-15% slower there); other row counts were not measured.
+AUTO_PAIRED = "wgpr"
+AUTO_PAIRED_HEADS = 64
+
+
+def paired_wins(p: Problem, compute_units: int) -> bool:
+    """Whether "auto" runs ``p`` (below AUTO_TMAS_MIN_N keys) with AUTO_PAIRED rather than "wg"."""
+    row_blocks = ceil(p.M / (DEFAULT_N // p.heads)) if p.heads <= DEFAULT_N else p.M
+    sms = max(1, compute_units)
+    return (p.heads == AUTO_PAIRED_HEADS and p.N < AUTO_TMAS_MIN_N
+            and ROW_BLOCKS_PER_SM_FOR_4_WARPS * sms <= row_blocks <= TARGET_BLOCKS_PER_SM * sms)
 
 
 def balanced_wins(p: Problem) -> bool:
@@ -171,9 +191,10 @@ class Sm90Family(KernelFamily):
         self._members = {name: Sm90Family(build_dir, design=name) for name in AUTO_DESIGNS} if design == AUTO else {}
         self._balanced_fallback: Sm90Family | None = None  # a balanced design's "tmas" family, made on first need
 
-    def _auto_member(self, problem: Problem, tunables: Tunables) -> "Sm90Family":
+    def _auto_member(self, problem: Problem, tunables: Tunables, compute_units: int) -> "Sm90Family":
         """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry (its balanced
-        schedule AUTO_BALANCED where :func:`balanced_wins` says so), else "wg"."""
+        schedule AUTO_BALANCED where :func:`balanced_wins` says so), else "wg" (on row-block pairs, AUTO_PAIRED,
+        where :func:`paired_wins` says so)."""
         tmas, wg = self._members.get("tmas"), self._members["wg"]
         if (tmas is not None and problem.N >= AUTO_TMAS_MIN_N and not tunables.block_m and not tunables.num_warps
                 and tmas.is_supported(problem.heads, problem.head_dim)):
@@ -182,6 +203,11 @@ class Sm90Family(KernelFamily):
                     and balanced.is_supported(problem.heads, problem.head_dim)):
                 return balanced
             return tmas
+        paired = self._members.get(AUTO_PAIRED)
+        if (paired is not None and not tunables.block_m and not tunables.num_warps and not tunables.split_n
+                and tunables.reverse_rows is None and paired_wins(problem, compute_units)
+                and paired.is_supported(problem.heads, problem.head_dim)):
+            return paired
         return wg
 
     def _instances(self, heads: int, head_dim: int) -> dict[int, str]:
@@ -200,7 +226,7 @@ class Sm90Family(KernelFamily):
 
     def plan(self, problem: Problem, tunables: Tunables, pointers: Pointers, compute_units: int) -> LaunchPlan:
         if self.design == AUTO:
-            return self._auto_member(problem, tunables).plan(problem, tunables, pointers, compute_units)
+            return self._auto_member(problem, tunables, compute_units).plan(problem, tunables, pointers, compute_units)
         p, t = problem, tunables
         instances = self._instances(p.heads, p.head_dim)
         if not instances:
@@ -234,8 +260,11 @@ class Sm90Family(KernelFamily):
             return self._plan_ws(p, t, pointers, compute_units, instances[block_m], block_m)
         paired = self.design in PAIRED_DESIGNS
         if paired and t.num_warps not in (0, None, PAIRED_WARPS):
-            raise ValueError(f"num_warps must be {PAIRED_WARPS} for design {self.design!r} (one warpgroup per row block "
-                             f"of the pair), got {t.num_warps}")
+            raise ValueError(f"num_warps must be {PAIRED_WARPS} for design {self.design!r} (two warpgroups share each "
+                             f"pair of row blocks), got {t.num_warps}")
+        if paired and t.reverse_rows is not None:
+            raise ValueError(f"reverse_rows must be None for design {self.design!r}: its blocks take row blocks "
+                             f"R - 1 - x and x, got {t.reverse_rows}")
         if t.num_warps:
             if not 1 <= t.num_warps <= MAX_WARPS or (self.design != "mma" and t.num_warps % 4):
                 raise ValueError(f"num_warps must be in 1..{MAX_WARPS}"

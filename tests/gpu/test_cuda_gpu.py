@@ -262,6 +262,16 @@ def test_sweep_chunk_shapes():
 
 
 @pytest.mark.gpu
+def test_row_block_pairs_small():
+    """"wgpr" (row-block pairs): odd and even row-block counts, a pair's partner past M, and the 1024^2 grid auto
+    gives it at H = 64."""
+    _need_gpu()
+    passed, total, failures, _ = sweep([(17, 76), (61, 1024), (1024, 1560), (1024, 1024), (5, 300)], HEADS, DIMS,
+                                       MODES, log=lambda s: None, design="wgpr")
+    assert not failures, "\n".join(failures[:20])
+
+
+@pytest.mark.gpu
 def test_mma_path_small():
     _need_gpu()
     passed, total, failures, _ = sweep([(17, 76), (61, 1024), (1024, 1560)], HEADS, DIMS, MODES,
@@ -334,7 +344,7 @@ NAN_CASES = [(M, N, H, D) for (M, N) in ((7, 100), (64, 333)) for H in HEADS for
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("design", ["api", "mma", "wg", "tmas"])
+@pytest.mark.parametrize("design", ["api", "mma", "wg", "tmas", "wgpr"])
 def test_nan_contract_sm90(design):
     _need_gpu()
     results = [nan_contract_case(M, N, H, D, seed=M + N + H + D, design=design) for M, N, H, D in NAN_CASES]
@@ -503,7 +513,7 @@ def main() -> int:
                                                       "on small shapes through the family directly, whatever the "
                                                       "default would pick there")
     parser.add_argument("--interop", action="store_true", help="only the torch / CuPy / JAX interop checks")
-    parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api, mma, wg, tmas, tmasb4; "
+    parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api, mma, wg, tmas, tmasb4, wgpr; "
                         "with --designs: api and those)")
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
     parser.add_argument("--racecheck-subset", action="store_true",
@@ -524,7 +534,8 @@ def main() -> int:
     if args.nan:
         fails = 0
         # "auto" picks wg or tmas by shape: both, whatever the shape; --designs names others (with api) instead
-        nan_designs = ("api", *[d for d in args.designs.split(",") if d]) if args.designs else ("api", "mma", "wg", "tmas", "tmasb4")
+        nan_designs = (("api", *[d for d in args.designs.split(",") if d]) if args.designs
+                       else ("api", "mma", "wg", "tmas", "tmasb4", "wgpr"))
         for design in nan_designs:
             for M, N, H, D in NAN_CASES:
                 ok, msg = nan_contract_case(M, N, H, D, seed=M + N + H + D, design=design)

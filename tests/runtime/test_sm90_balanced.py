@@ -157,7 +157,8 @@ def test_balanced_plan_falls_back_to_the_split_grid(balanced_dir, encoder, why):
     (128, 32768, 64, True, "tmas"),
     (4096, 32768, 128, False, "tmas"),     # not measured at H = 128
     (1024, 1024, 32, True, "wg"),
-    (1024, 1024, 64, False, "wg"),         # below AUTO_TMAS_MIN_N: wg, whatever the rows
+    (1024, 1024, 64, False, "wgpr"),       # below AUTO_TMAS_MIN_N: wg, on row-block pairs here (paired_wins)
+    (4096, 2048, 64, False, "wg"),
 ])
 def test_auto_takes_the_balanced_schedule_where_it_was_measured_faster(balanced_dir, encoder, M, N, H, clean, want):
     from rawindexer.dispatch.sm90 import Sm90Family

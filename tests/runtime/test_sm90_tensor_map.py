@@ -75,8 +75,10 @@ def test_auto_takes_tmas_for_long_rows_and_wg_otherwise(encoder):
     assert fam.design == "auto" and fam.is_supported(64, 128) and fam.is_supported(32, 64)
     long_rows = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(), PTRS, 132)  # (H = 32: balanced)
     assert long_rows.config["design"] == "tmas" and long_rows.symbol.endswith("_bm8_tmas")
-    short_rows = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
+    short_rows = fam.plan(Problem(1024, 1024, 32, 128, 1024, True), Tunables(), PTRS, 132)
     assert short_rows.config["design"] == "wg" and "k_tensor_map" not in short_rows.config
+    paired = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)  # H = 64: row-block pairs
+    assert paired.config["design"] == "wgpr" and "k_tensor_map" not in paired.config
     # a caller's block_m / num_warps are the wg heuristic's knobs: auto honours them with wg
     fixed = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(block_m=2), PTRS, 132)
     assert fixed.config["design"] == "wg" and fixed.config["block_m"] == 2
