@@ -1,8 +1,9 @@
 #!/bin/bash
-# Session 9, fifth H200 call (issue 14): "wgpr" with the partner row block's Q staged by warpgroup 1's cp.async copies
-# while row block 0 runs (WGPR_ASYNC_PARTNER, H 64), beside the form measured and shipped first (.v/wgpr2): races of
-# the two race builds (.v/wgpr2, .v/wgpr3), DeepGEMM in every run, the candidate graded; then, on the shipped build
-# (rawindexer/_kernels = the candidate), the checks of the final call and one public benchmark.
+# Session 9, fifth H200 call (issue 14), run at commit b87c221 (the form left the source after it): "wgpr" with
+# the partner row block's Q staged by warpgroup 1's cp.async copies while row block 0 runs (WGPR_ASYNC_PARTNER, H 64),
+# beside the form measured and shipped first (.v/wgpr2): races of the two race builds (.v/wgpr2, .v/wgpr3), DeepGEMM
+# in every run, the candidate graded; then, on the candidate's build in rawindexer/_kernels, the checks of the final
+# call and one public benchmark.
 #   bash docs/results/session9_async_h200.sh      # results: $OUT/session9_async.tgz
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"

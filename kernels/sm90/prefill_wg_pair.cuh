@@ -15,16 +15,8 @@
 // registers), the head reduce, the stores and the interior peel (WG_PEEL_INTERIOR) are "wg"'s (prefill_wg.cuh).
 // ===================================================================================================
 #pragma once
-#include "async_copy.cuh"  // cp.async
 #include "common.cuh"
 #include "wgmma.cuh"
-
-// WGPR_ASYNC_PARTNER (session 9): 1 = at H 64 (where "auto" runs wgpr) the partner row block's Q staged by warpgroup 1
-// with cp.async while row block 0 runs (at H 32 it spills 44 bytes at D 128); 0 = both staged before the block starts
-// (the form measured first, docs/results/session9/pair2).
-#ifndef WGPR_ASYNC_PARTNER
-#define WGPR_ASYNC_PARTNER 1
-#endif
 
 template <int H, int D, int BM>
 __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict__ q, const u8* __restrict__ k,
@@ -37,7 +29,6 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
   constexpr int NQ = BM * H;
   static_assert(NQ == 64 || NQ == 128, "wgpr: two row blocks' Q in 32 KB of static shared memory");
   constexpr int NCH = D / 64, TILE = 64, NACC = NQ / 2;
-  constexpr bool ASYNC_PARTNER = WGPR_ASYNC_PARTNER && H == 64;
 
   __shared__ __align__(128) u8 q_s[2][NQ * D];
   __shared__ float w_s[2][NQ];
@@ -65,11 +56,10 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     constexpr int CHUNKS = NQ * (D / 16), W_TRIPS = (NQ + 127) / 128;
     static_assert(CHUNKS % 256 == 0, "Q chunks: a whole number per thread of a 256-thread block");
     constexpr int TRIPS = CHUNKS / 256;  // per row block, 8 warps
-    constexpr int SYNC_ROW_BLOCKS = ASYNC_PARTNER ? 1 : 2;
-    uint4 v[SYNC_ROW_BLOCKS][TRIPS];
-    float wv[SYNC_ROW_BLOCKS][W_TRIPS];
+    uint4 v[2][TRIPS];
+    float wv[2][W_TRIPS];
 #pragma unroll
-    for (int p = 0; p < SYNC_ROW_BLOCKS; ++p) {
+    for (int p = 0; p < 2; ++p) {
 #pragma unroll
       for (int i = 0; i < TRIPS; ++i) {
         const int idx = tid + i * nthreads, n = idx / (D / 16), r = n / H;
@@ -83,25 +73,6 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
         wv[p][i] = idx < NQ && r < nrows[p] ? weights[(i64)(m0[p] + r) * H + (idx % H)] : 0.0f;
       }
     }
-    if (ASYNC_PARTNER && wg == 1 && pairs == 2) {
-      // DESIGN: the partner's Q and weights by warpgroup 1's cp.async copies (word by word into the permuted
-      // layout, rows past M zero-filled): in flight while row block 0 is staged and computed; only warpgroup 1
-      // reads them (stage_partner_wait before its first partner tile).
-      const uint32_t q1 = (uint32_t)__cvta_generic_to_shared(q_s[1]), w1 = (uint32_t)__cvta_generic_to_shared(w_s[1]);
-      const int t1 = tid - 128;
-      for (int idx = t1; idx < CHUNKS; idx += 128) {
-        const int n = idx / (D / 16), d0 = 16 * (idx % (D / 16)), r = n / H;
-        const bool ok = r < nrows[1];
-        const u8* src = q + ((i64)(m0[1] + (ok ? r : 0)) * H + (n % H)) * D + d0;
-#pragma unroll
-        for (int w = 0; w < 4; ++w) cp_async4_zfill(q1 + permuted_q_word_offset<D>(n, d0, w), src + 4 * w, ok ? 4 : 0);
-      }
-      for (int idx = t1; idx < NQ; idx += 128) {
-        const bool ok = idx / H < nrows[1];
-        cp_async4_zfill(w1 + 4 * idx, weights + (i64)(m0[1] + (ok ? idx / H : 0)) * H + (idx % H), ok ? 4 : 0);
-      }
-      cp_async_commit_group();
-    }
     if (tid < 2 * BM) {  // windows of both row blocks (empty for a missing partner and rows past M)
       const int p = tid / BM, r = tid % BM, row = (p ? m0[1] : m0[0]) + r;
       int s = 0, e = 0;
@@ -112,7 +83,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
       win_s[p][r] = make_int2(s, e);
     }
 #pragma unroll
-    for (int p = 0; p < SYNC_ROW_BLOCKS; ++p) {
+    for (int p = 0; p < 2; ++p) {
 #pragma unroll
       for (int i = 0; i < TRIPS; ++i) {
         const int idx = tid + i * nthreads;
@@ -145,9 +116,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
   // interior tiles without window tests, general tiles) and its K prefetch one tile ahead.
   const int items0 = bs[0].tile_end - bs[0].tile_begin;
   const int items = items0 + bs[1].tile_end - bs[1].tile_begin;
-  // With the partner staged by warpgroup 1 alone, warpgroup 0 stays in row block 0 (the long one under causal masks).
-  const int half = (items + 1) / 2, cut = ASYNC_PARTNER ? min(items0, half) : half;
-  const int my_begin = wg == 0 ? 0 : cut, my_end = wg == 0 ? cut : items;
+  const int share = (items + nwg - 1) / nwg;
+  const int my_begin = min(items, wg * share), my_end = min(items, my_begin + share);
   const uint32_t q_base0 = (uint32_t)__cvta_generic_to_shared(q_s[0]);
 
   float acc[NACC];
@@ -195,11 +165,6 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     for (; t < t_end; ++t) step(false);
   };
   segment(0, bs[0].tile_begin + my_begin, bs[0].tile_begin + min(my_end, items0));
-  if (ASYNC_PARTNER && wg == 1 && pairs == 2) {  // the partner's copies: this thread's, then the warpgroup's
-    cp_async_wait_groups<0>();
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    named_bar_sync(1, 128);
-  }
   segment(1, bs[1].tile_begin + max(my_begin, items0) - items0, bs[1].tile_begin + my_end - items0);
 
   if (clean) {

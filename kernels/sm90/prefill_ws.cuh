@@ -46,6 +46,12 @@ __host__ __device__ constexpr int ws_consumer_regs() {
 // Dynamic shared memory of one block (the host computes the same sum, rawindexer/dispatch/sm90.py):
 //   Q of every consumer (NC * NQ * D) | the K ring (WS_STAGES * 64 * D) | the weights (NC * NQ floats)
 
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));

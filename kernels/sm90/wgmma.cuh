@@ -177,15 +177,6 @@ __device__ __forceinline__ void store_q_chunk_permuted(u8* q_tile, int n, int d0
   }
 }
 
-// Byte offset of word w of the chunk (n, d0) in that layout: store_q_chunk_permuted's address of word(v, w), for
-// copies that write it word by word (cp.async, "wgpr"). (Written apart so that the shipped kernels' SASS stays as
-// measured; the H200 sweep of "wgpr" checks the two agree.)
-template <int D>
-__device__ __forceinline__ int permuted_q_word_offset(int n, int d0, int w) {
-  const int owner = d0 / (D / 4), s0 = (d0 % (D / 4)) / 8;
-  return (n / 8) * (8 * D) + (n % 8) * 16 + 4 * owner + (2 * (s0 + w / 2) + (w % 2)) * WG_LBO;
-}
-
 // The D / 32 k32 wgmmas of one tile in the RS form: A = this lane's K fragments, B = Q at q_base.
 template <int NQ, int D, int NCH>
 __device__ __forceinline__ void wgmma_rs_tile(float (&acc)[NQ / 2], const WgTile<NCH>& kt, uint32_t q_base) {
