@@ -29,6 +29,13 @@ smoke_step() {
 # `race_ab OLD OLD_DIR NEW NEW_DIR ROUNDS IMPLS`: bench/race_sm90.py --impls IMPLS with each kernel directory as
 # RAWINDEXER_RACE_BUILD, old then new, ROUNDS times (DeepGEMM in every run), the new build graded in round 1; logs in
 # $OUT/race_OLD<i>, $OUT/race_NEW<i>.
+# `race_run NAME DIR IMPLS [GRADE ARGS]`: one bench/race_sm90.py --impls IMPLS run with DIR as RAWINDEXER_RACE_BUILD,
+# DeepGEMM in it, log in $OUT/race_NAME (session 9's scripts; GRADE ARGS: --no-grade or --grade DESIGNS).
+race_run() {
+  local name=$1 dir=$2 impls=$3; shift 3
+  mkdir -p "$OUT/race_$name"
+  TAIL=3 RAWINDEXER_RACE_BUILD=$dir run_step "race_$name" 110 python3 bench/race_sm90.py --impls "$impls" "$@" --reps 5 --out "$OUT/race_$name"
+}
 race_ab() {
   local old=$1 old_dir=$2 new=$3 new_dir=$4 rounds=$5 impls=$6 i g
   for i in $(seq 1 "$rounds"); do

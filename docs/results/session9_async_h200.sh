@@ -8,20 +8,16 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session9_async; rm -rf "$OUT"
-source docs/results/device_common.sh   # step, run_step, pack, smoke_step
+source docs/results/device_common.sh   # step, run_step, pack, smoke_step, race_run
 PACK=$RES/session9_async.tgz
 DEADLINE=${DEADLINE:-560}
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 RACE="$SAN --tool racecheck --report-api-errors no --error-exitcode 9"
-race() {  # NAME DIR GRADE
-  mkdir -p "$OUT/race_$1"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$2 run_step "race_$1" 110 python3 bench/race_sm90.py --impls wg,wgpr $3 --reps 5 --out "$OUT/race_$1"
-}
 smoke_step
-race pr2a "$PWD/.v/wgpr2" --no-grade
-race pr3a "$PWD/.v/wgpr3" "--grade wgpr"
-race pr2b "$PWD/.v/wgpr2" --no-grade
-race pr3b "$PWD/.v/wgpr3" --no-grade
+race_run pr2a "$PWD/.v/wgpr2" wg,wgpr --no-grade
+race_run pr3a "$PWD/.v/wgpr3" wg,wgpr --grade wgpr
+race_run pr2b "$PWD/.v/wgpr2" wg,wgpr --no-grade
+race_run pr3b "$PWD/.v/wgpr3" wg,wgpr --no-grade
 run_step pytest_gpu 60 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_cuda_gpu.py -k "row_block_pairs or nan_contract"
 run_step sweep 60 python3 tests/gpu/test_cuda_gpu.py --quick --designs wgpr
 run_step graph 30 python3 tests/gpu/test_graph_gpu.py

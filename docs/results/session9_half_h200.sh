@@ -11,18 +11,14 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session9_half; rm -rf "$OUT"
-source docs/results/device_common.sh   # step, run_step, pack
+source docs/results/device_common.sh   # step, run_step, pack, race_run
 PACK=$RES/session9_half.tgz
 DEADLINE=${DEADLINE:-420}
-race() {  # NAME DIR GRADE
-  mkdir -p "$OUT/race_$1"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$2 run_step "race_$1" 110 python3 bench/race_sm90.py --impls wg $3 --reps 5 --out "$OUT/race_$1"
-}
-race v14a "$PWD/.v/v14" --no-grade
-race half "$PWD/.v/half" "--grade wg"
-race half2 "$PWD/.v/half2" "--grade wg"
-race half3c "$PWD/.v/half3c" "--grade wg"
-race v14b "$PWD/.v/v14" --no-grade
+race_run v14a "$PWD/.v/v14" wg --no-grade
+race_run half "$PWD/.v/half" wg --grade wg
+race_run half2 "$PWD/.v/half2" wg --grade wg
+race_run half3c "$PWD/.v/half3c" wg --grade wg
+race_run v14b "$PWD/.v/v14" wg --no-grade
 source docs/results/ncu_common.sh      # NCU_BIN, SECTIONS, M, prof, summary
 M=$M,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,sm__cycles_elapsed.max
 python3 bench/prefill_profile.py --impl dg --rows 1024 --keys 1024 --window causal --heads 64 --no-clean >/dev/null 2>&1

@@ -7,15 +7,11 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session9_pair2; rm -rf "$OUT"
-source docs/results/device_common.sh   # step, run_step, pack
+source docs/results/device_common.sh   # step, run_step, pack, race_run
 PACK=$RES/session9_pair2.tgz
 DEADLINE=${DEADLINE:-300}
-race() {  # NAME DIR IMPLS GRADE
-  mkdir -p "$OUT/race_$1"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$2 run_step "race_$1" 110 python3 bench/race_sm90.py --impls $3 $4 --reps 5 --out "$OUT/race_$1"
-}
-race pr2a "$PWD/.v/wgpr2" wg,wgpr "--grade wgpr"
-race pr1 "$PWD/.v/wgpr" wg,wgpr --no-grade
-race pr2b "$PWD/.v/wgpr2" wg,wgpr --no-grade
+race_run pr2a "$PWD/.v/wgpr2" wg,wgpr --grade wgpr
+race_run pr1 "$PWD/.v/wgpr" wg,wgpr --no-grade
+race_run pr2b "$PWD/.v/wgpr2" wg,wgpr --no-grade
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
 pack; ls -la "$RES"

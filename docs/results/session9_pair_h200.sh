@@ -6,16 +6,12 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session9_pair; rm -rf "$OUT"
-source docs/results/device_common.sh   # step, run_step, pack
+source docs/results/device_common.sh   # step, run_step, pack, race_run
 PACK=$RES/session9_pair.tgz
 DEADLINE=${DEADLINE:-300}
-race() {  # NAME DIR IMPLS GRADE
-  mkdir -p "$OUT/race_$1"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$2 run_step "race_$1" 110 python3 bench/race_sm90.py --impls $3 $4 --reps 5 --out "$OUT/race_$1"
-}
-race v14a "$PWD/.v/v14" wg --no-grade
-race pr1 "$PWD/.v/wgpr" wg,wgpr "--grade wgpr"
-race v14b "$PWD/.v/v14" wg --no-grade
-race pr2 "$PWD/.v/wgpr" wg,wgpr --no-grade
+race_run v14a "$PWD/.v/v14" wg --no-grade
+race_run pr1 "$PWD/.v/wgpr" wg,wgpr --grade wgpr
+race_run v14b "$PWD/.v/v14" wg --no-grade
+race_run pr2 "$PWD/.v/wgpr" wg,wgpr --no-grade
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
 pack; ls -la "$RES"
