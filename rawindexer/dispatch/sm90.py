@@ -288,7 +288,8 @@ class Sm90Family(KernelFamily):
             # least MIN_TILES_PER_STREAM tiles per stream: on short rows every split re-stages Q
             # (1024 x 1024 multi_req H=64: split 1 14.8 us, split 2 17.6 us).
             want = ceil(TARGET_BLOCKS_PER_SM * max(1, compute_units) / row_blocks)
-            streams = 1 if paired else num_warps // 4 if self.design != "mma" else num_warps  # paired: one per row block
+            # K streams per row block: a warpgroup each (paired: the two share a pair, one per row block)
+            streams = 1 if paired else num_warps // 4 if self.design != "mma" else num_warps
             cap = max(1, ceil(p.N / TILE_TOKENS[self.design]) // (MIN_TILES_PER_STREAM * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
 
