@@ -306,7 +306,9 @@ class Sm90Family(KernelFamily):
         logits; high-m rows first past REVERSE_ROWS_MIN_N keys unless asked, the zigzag order below it for
         ZIGZAG_DESIGNS unless the caller fixed reverse_rows; the float4 -inf fill where every row of out starts
         16-byte aligned: every design's fill takes it), packed kernargs."""
-        reverse = t.reverse_rows if t.reverse_rows is not None else p.N > REVERSE_ROWS_MIN_N
+        # (a paired design's blocks take row blocks R - 1 - x and x whatever the flags say)
+        reverse = (t.reverse_rows if t.reverse_rows is not None
+                   else p.N > REVERSE_ROWS_MIN_N and self.design not in PAIRED_DESIGNS)
         zigzag = t.reverse_rows is None and not reverse and self.design in ZIGZAG_DESIGNS
         flags = ((FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
                  | (FLAG_ZIGZAG_ROWS if zigzag else 0))

@@ -119,8 +119,9 @@ def logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps: float = LOGIT_EPS)
 
 
 def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: int = 0,
-             repeat_check: bool = False, design: str = "api") -> list[tuple[bool, str]]:
-    """Both clean_logits settings of one (shape, heads, dim, mode); returns [(ok, message)] per setting."""
+             repeat_check: bool = False, design: str = "api", split_n: int = 0) -> list[tuple[bool, str]]:
+    """Both clean_logits settings of one (shape, heads, dim, mode); returns [(ok, message)] per setting.
+    ``split_n``: a design's SplitN forced through its plan (0: the heuristic's)."""
     import torch
 
     import rawindexer
@@ -136,7 +137,7 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
         if design == "api":
             rawindexer.fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits=clean, out=out)
         else:
-            launch_direct(design, q, k, kv_scale, weights, ks, ke, out, clean)
+            launch_direct(design, q, k, kv_scale, weights, ks, ke, out, clean, split_n)
         torch.cuda.synchronize()
         ok, msg = grade_gpu(out, ref, ks, ke, clean)
         gate_ok, _, gate_msg = logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps=sm90_logit_eps(design))
@@ -148,7 +149,7 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
             if design == "api":
                 rawindexer.fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits=clean, out=again)
             else:
-                launch_direct(design, q, k, kv_scale, weights, ks, ke, again, clean)
+                launch_direct(design, q, k, kv_scale, weights, ks, ke, again, clean, split_n)
             torch.cuda.synchronize()
             same = torch.equal(torch.nan_to_num(again, nan=1.0), torch.nan_to_num(out.contiguous(), nan=1.0))
             if not same:
@@ -160,8 +161,9 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
 _direct: dict = {}
 
 
-def launch_direct(design: str, q, k, kv_scale, weights, ks, ke, out, clean: bool) -> None:
-    """Launch one design ("wg" or "mma") without the public API: CudaBackend + Sm90Family."""
+def launch_direct(design: str, q, k, kv_scale, weights, ks, ke, out, clean: bool, split_n: int = 0) -> None:
+    """Launch one design ("wg" or "mma") without the public API: CudaBackend + Sm90Family (``split_n`` > 0 forces
+    the plan's SplitN)."""
     import torch
 
     from rawindexer.backends.cuda import CudaBackend
@@ -176,7 +178,7 @@ def launch_direct(design: str, q, k, kv_scale, weights, ks, ke, out, clean: bool
     family, module = _direct[design]
     M, H, D = q.shape
     N = k.shape[0]
-    plan = family.plan(Problem(M, N, H, D, out.stride(0), clean), Tunables(),
+    plan = family.plan(Problem(M, N, H, D, out.stride(0), clean), Tunables(split_n=split_n or None),
                        Pointers(q.data_ptr(), k.data_ptr(), kv_scale.data_ptr(), weights.data_ptr(),
                                 ks.data_ptr(), ke.data_ptr(), out.data_ptr()), backend.compute_units())
     backend.launch(backend.get_function(module, plan.symbol), plan.grid, plan.block, plan.kernargs,
@@ -269,6 +271,34 @@ def test_row_block_pairs_small():
     passed, total, failures, _ = sweep([(17, 76), (61, 1024), (1024, 1560), (1024, 1024), (5, 300)], HEADS, DIMS,
                                        MODES, log=lambda s: None, design="wgpr")
     assert not failures, "\n".join(failures[:20])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split_n", [2, 3])
+def test_row_block_pairs_split(split_n):
+    """"wgpr" with its pairs' spans split over grid.y (the heuristic picks SplitN 2 for auto at e.g. 900 x 3000)."""
+    _need_gpu()
+    from rawindexer.testing.windows import WindowNotApplicable
+
+    failures = []
+    for M, N in ((61, 1024), (300, 3000), (900, 3000)):
+        for H in (32, 64):
+            for mode in MODES:
+                try:
+                    res = run_case(M, N, H, 128, mode, seed=M + N + H + split_n, stride_pad=37, design="wgpr",
+                                   split_n=split_n)
+                except WindowNotApplicable:
+                    continue
+                failures += [f"M={M} N={N} H={H} {mode} clean={c}: {m}" for c, (ok, m) in zip((1, 0), res) if not ok]
+    assert not failures, "\n".join(failures[:20])
+
+
+@pytest.mark.gpu
+def test_auto_splits_row_block_pairs():
+    """auto's wgpr at 900 x 3000 H 64 runs SplitN 2 (the heuristic's); graded through the public call."""
+    _need_gpu()
+    res = run_case(900, 3000, 64, 128, "causal", seed=900, stride_pad=37)
+    assert all(ok for ok, _ in res), "\n".join(m for ok, m in res if not ok)
 
 
 @pytest.mark.gpu

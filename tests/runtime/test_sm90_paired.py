@@ -58,6 +58,12 @@ def test_auto_takes_row_block_pairs_where_they_were_measured_faster(family_dir, 
         assert plan.symbol.endswith("_bm2_wgpr")
 
 
+def test_auto_splits_pairs_like_wg(family_dir):
+    """900 x 3000 H 64: 450 row blocks, so wgpr; the split rule gives SplitN 2 (tests/gpu runs it)."""
+    plan = _plan(family_dir, 900, 3000, 64)
+    assert plan.config["design"] == "wgpr" and plan.grid == (225, 2, 1)
+
+
 def test_the_rule_scales_with_the_sm_count(family_dir):
     assert _plan(family_dir, 1024, 1024, 64, sms=132).config["design"] == "wgpr"
     assert _plan(family_dir, 1024, 1024, 64, sms=78).config["design"] == "wg"  # 512 row blocks: 6.6 per SM
@@ -69,13 +75,15 @@ def test_auto_keeps_wg_when_the_caller_sets_a_wg_knob(family_dir, tunables):
     assert _plan(family_dir, 1024, 1024, 64, tunables=tunables).config["design"] == "wg"
 
 
-@pytest.mark.parametrize("M", [1, 2, 3, 5, 17, 1023, 1024, 1025])
-def test_the_grid_covers_every_row_block_once(family_dir, M):
+@pytest.mark.parametrize("M, N", [(1, 1024), (2, 1024), (3, 1024), (5, 1024), (17, 1024), (1023, 1024), (1024, 1024),
+                                  (1025, 1024), (900, 3000)])
+def test_the_grid_covers_every_row_block_once(family_dir, M, N):
     """Block x takes row blocks R - 1 - x and x (x alone where they meet): ceil(R / 2) blocks cover all R."""
-    plan = _plan(family_dir, M, 1024, 64, design="wgpr")
+    plan = _plan(family_dir, M, N, 64, design="wgpr")
     rows = ceil(M / 2)
     blocks = plan.grid[0]
     assert blocks == ceil(rows / 2) and plan.block == (256, 1, 1)
+    assert not plan.config["reverse_rows"] and not plan.config["zigzag_rows"]  # the pairs are the order
     covered = np.zeros(rows, dtype=int)
     for x in range(blocks):
         covered[rows - 1 - x] += 1
