@@ -6,7 +6,7 @@
 // busiest SM is active 32.7 k cycles against an average of 26.5 k (DeepGEMM 23.2 k / 21.6 k), so the longest
 // chain, not the SM's total work, sets the time; which row blocks share an SM is the hardware's choice.
 //
-// DESIGN: row-block pairs. Block x (grid ceil(R / 2) x split_n, exactly 8 warps: the host's plan) stages Q, weights
+// DESIGN: row-block pairs. Block x (grid ceil(R / 2), exactly 8 warps, no SplitN: the host's plan) stages Q, weights
 // and windows of row blocks R - 1 - x and x (one when they coincide), and its warpgroups walk the concatenation of the
 // two row blocks' tile lists in two contiguous halves, one per warpgroup. A causal long row block and its short
 // partner add up to about the same tiles in every block (1024^2: ~17), so each block is balanced by itself whatever SM

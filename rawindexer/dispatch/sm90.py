@@ -37,9 +37,9 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
   the current one, the tile loop compiled once per buffer; the plan adds the second buffer's shared memory and caps
   the row blocks at BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS; ``tmasb3`` -- the same with one loop (experiment: 4% slower at
   H = 64). ``tmasb2`` is an experiment since session 6 (``bench/race_sm90.py --build``)
-* ``wgpr`` -- (session 9, docs/PERFORMANCE.md v15) ``wg`` on row-block pairs: grid ceil(R / 2), 8 warps, block x
-  computes row blocks R - 1 - x and x, its two warpgroups each a contiguous half of the pair's tiles, so a long
-  causal row block and its short partner balance within the block and no warpgroup walks a long row alone
+* ``wgpr`` -- (session 9, docs/PERFORMANCE.md v15) ``wg`` on row-block pairs: grid ceil(R / 2), 8 warps, no
+  SplitN; block x computes row blocks R - 1 - x and x, its two warpgroups each a contiguous half of the pair's tiles,
+  so a long causal row block and its short partner balance within the block and no warpgroup walks a long row alone
 * ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps
   (AUTO_BALANCED = ``tmasb4`` where :func:`balanced_wins`), else ``wg`` (AUTO_PAIRED = ``wgpr`` where
   :func:`paired_wins`)
@@ -145,20 +145,20 @@ BALANCED_MAX_ROW_BLOCKS = 4096
 BALANCED_Q_PREFETCH_MAX_ROW_BLOCKS = 2048
 BALANCED_FALLBACK = "tmas"
 #: where "auto" takes "wgpr" (row-block pairs) instead of "wg" (session 9, docs/PERFORMANCE.md v15; races beside
-#: DeepGEMM in docs/results/session9/pair2): H = 64 below AUTO_TMAS_MIN_N keys when wg's grid would be one pass of
-#: one-warpgroup blocks (3 to 4 row blocks per SM). There a bottom row block walks its causal tiles alone; the pairs
-#: halve that chain: 1024^2 causal 20.2-20.3 -> 17.1-17.2 us (c0) and 21.1-21.2 -> 18.1-18.5 (c1), multi_req c0
-#: 9.4-9.5 -> 10.2-10.3 (the host cannot tell the two apart). H = 32 keeps wg (its 1024-row grid already pairs two
-#: warpgroups per row block: wgpr 7-15% slower there); other row counts were not measured.
+#: DeepGEMM in docs/results/session9/pair2): H = 64 when wg's grid would be one unsplit pass of one-warpgroup blocks
+#: (3 to 4 row blocks per SM, fewer than 2 * MIN_TILES_PER_STREAM tiles per row). There a bottom row block walks its
+#: causal tiles alone; the pairs halve that chain: 1024^2 causal 20.2-20.3 -> 17.1-17.2 us (c0) and 21.1-21.2 ->
+#: 18.1-18.5 (c1), multi_req c0 9.4-9.5 -> 10.2-10.3 (the host cannot tell the two apart). H = 32 keeps wg (its
+#: 1024-row grid already pairs two warpgroups per row block: wgpr 7-15% slower there); other shapes were not measured.
 AUTO_PAIRED = "wgpr"
 AUTO_PAIRED_HEADS = 64
 
 
 def paired_wins(p: Problem, compute_units: int) -> bool:
-    """Whether "auto" runs ``p`` (below AUTO_TMAS_MIN_N keys) with AUTO_PAIRED rather than "wg"."""
+    """Whether "auto" runs ``p`` with AUTO_PAIRED rather than "wg" (see AUTO_PAIRED; below AUTO_TMAS_MIN_N keys)."""
     row_blocks = ceil(p.M / (DEFAULT_N // p.heads)) if p.heads <= DEFAULT_N else p.M
     sms = max(1, compute_units)
-    return (p.heads == AUTO_PAIRED_HEADS and p.N < AUTO_TMAS_MIN_N
+    return (p.heads == AUTO_PAIRED_HEADS and ceil(p.N / TILE_TOKENS["wg"]) < 2 * MIN_TILES_PER_STREAM
             and ROW_BLOCKS_PER_SM_FOR_4_WARPS * sms <= row_blocks <= TARGET_BLOCKS_PER_SM * sms)
 
 
@@ -262,6 +262,9 @@ class Sm90Family(KernelFamily):
         if paired and t.num_warps not in (0, None, PAIRED_WARPS):
             raise ValueError(f"num_warps must be {PAIRED_WARPS} for design {self.design!r} (two warpgroups share each "
                              f"pair of row blocks), got {t.num_warps}")
+        if paired and t.split_n not in (0, None, 1):
+            raise ValueError(f"split_n must be 1 for design {self.design!r} (its pairs are not split over grid.y), "
+                             f"got {t.split_n}")
         if paired and t.reverse_rows is not None:
             raise ValueError(f"reverse_rows must be None for design {self.design!r}: its blocks take row blocks "
                              f"R - 1 - x and x, got {t.reverse_rows}")
@@ -279,7 +282,9 @@ class Sm90Family(KernelFamily):
             num_warps = 4 if self.design == "mma" or row_blocks >= ROW_BLOCKS_PER_SM_FOR_4_WARPS * max(1, compute_units) else 8
             if paired:
                 num_warps = PAIRED_WARPS
-        if t.split_n:
+        if paired:
+            split_n = 1
+        elif t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
             split_n = t.split_n
@@ -288,8 +293,7 @@ class Sm90Family(KernelFamily):
             # least MIN_TILES_PER_STREAM tiles per stream: on short rows every split re-stages Q
             # (1024 x 1024 multi_req H=64: split 1 14.8 us, split 2 17.6 us).
             want = ceil(TARGET_BLOCKS_PER_SM * max(1, compute_units) / row_blocks)
-            # K streams per row block: a warpgroup each (paired: the two share a pair, one per row block)
-            streams = 1 if paired else num_warps // 4 if self.design != "mma" else num_warps
+            streams = num_warps // 4 if self.design != "mma" else num_warps
             cap = max(1, ceil(p.N / TILE_TOKENS[self.design]) // (MIN_TILES_PER_STREAM * streams))
             split_n = max(1, min(want, cap, MAX_GRID_Y))
 

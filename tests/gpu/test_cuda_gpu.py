@@ -274,34 +274,6 @@ def test_row_block_pairs_small():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("split_n", [2, 3])
-def test_row_block_pairs_split(split_n):
-    """"wgpr" with its pairs' spans split over grid.y (the heuristic picks SplitN 2 for auto at e.g. 900 x 3000)."""
-    _need_gpu()
-    from rawindexer.testing.windows import WindowNotApplicable
-
-    failures = []
-    for M, N in ((61, 1024), (300, 3000), (900, 3000)):
-        for H in (32, 64):
-            for mode in MODES:
-                try:
-                    res = run_case(M, N, H, 128, mode, seed=M + N + H + split_n, stride_pad=37, design="wgpr",
-                                   split_n=split_n)
-                except WindowNotApplicable:
-                    continue
-                failures += [f"M={M} N={N} H={H} {mode} clean={c}: {m}" for c, (ok, m) in zip((1, 0), res) if not ok]
-    assert not failures, "\n".join(failures[:20])
-
-
-@pytest.mark.gpu
-def test_auto_splits_row_block_pairs():
-    """auto's wgpr at 900 x 3000 H 64 runs SplitN 2 (the heuristic's); graded through the public call."""
-    _need_gpu()
-    res = run_case(900, 3000, 64, 128, "causal", seed=900, stride_pad=37)
-    assert all(ok for ok, _ in res), "\n".join(m for ok, m in res if not ok)
-
-
-@pytest.mark.gpu
 def test_mma_path_small():
     _need_gpu()
     passed, total, failures, _ = sweep([(17, 76), (61, 1024), (1024, 1560)], HEADS, DIMS, MODES,

@@ -44,7 +44,8 @@ def test_wgpr_kernels_fit_two_blocks_of_256_threads_per_sm(family_dir):
 @pytest.mark.parametrize("M, N, H, want", [
     (1024, 1024, 64, "wgpr"),   # 512 row blocks of 2 rows: one pass of 4 one-warpgroup blocks per SM
     (792, 1024, 64, "wgpr"),    # 396 row blocks: ROW_BLOCKS_PER_SM_FOR_4_WARPS per SM, the lower edge
-    (1056, 4095, 64, "wgpr"),   # 528: TARGET_BLOCKS_PER_SM per SM, the upper edge; below AUTO_TMAS_MIN_N keys
+    (1056, 1984, 64, "wgpr"),   # 528: TARGET_BLOCKS_PER_SM per SM, the upper edge; 31 tiles per row (wg unsplit)
+    (1024, 1985, 64, "wg"),     # 32 tiles per row: wg's heuristic would split, not measured for pairs
     (790, 1024, 64, "wg"),      # 395 row blocks: wg runs two warpgroups per row block already
     (1058, 1024, 64, "wg"),     # 529: more than one pass
     (1024, 1024, 32, "wg"),     # H = 32: wgpr measured 7-15% slower
@@ -56,12 +57,6 @@ def test_auto_takes_row_block_pairs_where_they_were_measured_faster(family_dir, 
     if want == "wgpr":
         assert plan.grid == (ceil(ceil(M / 2) / 2), 1, 1) and plan.block == (256, 1, 1)
         assert plan.symbol.endswith("_bm2_wgpr")
-
-
-def test_auto_splits_pairs_like_wg(family_dir):
-    """900 x 3000 H 64: 450 row blocks, so wgpr; the split rule gives SplitN 2 (tests/gpu runs it)."""
-    plan = _plan(family_dir, 900, 3000, 64)
-    assert plan.config["design"] == "wgpr" and plan.grid == (225, 2, 1)
 
 
 def test_the_rule_scales_with_the_sm_count(family_dir):
@@ -95,6 +90,9 @@ def test_the_grid_covers_every_row_block_once(family_dir, M, N):
 def test_knobs_wgpr_cannot_honour_are_refused_by_name(family_dir):
     with pytest.raises(ValueError, match=r"num_warps must be 8 .*got 4"):
         _plan(family_dir, 1024, 1024, 64, design="wgpr", tunables=Tunables(num_warps=4))
+    with pytest.raises(ValueError, match=r"split_n must be 1 .*got 2"):
+        _plan(family_dir, 1024, 1024, 64, design="wgpr", tunables=Tunables(split_n=2))
+    assert _plan(family_dir, 128, 32768, 64, design="wgpr").grid == (32, 1, 1)  # never split, even on long rows
     with pytest.raises(ValueError, match=r"reverse_rows must be None .*got True"):
         _plan(family_dir, 1024, 1024, 64, design="wgpr", tunables=Tunables(reverse_rows=True))
 
