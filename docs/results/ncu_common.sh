@@ -31,3 +31,16 @@ summary() {
   } > "$2" 2>&1
   head -40 "$2"
 }
+# `prof_1024_c64_beside_dg NAME KERNEL_REGEX TITLE FILE` (session 9): 1024^2 causal H 64 under ncu, ours (the kernel
+# KERNEL_REGEX picks) as NAME_1024_c64 and DeepGEMM's, with the SMs' active-cycle spread added to the metrics, then
+# `summary TITLE FILE`. DeepGEMM is warmed (JIT) outside ncu first.
+prof_1024_c64_beside_dg() {
+  local name=$1 kre=$2 title=$3 file=$4 shape="--rows 1024 --keys 1024 --window causal --heads 64"
+  M=$M,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,sm__cycles_elapsed.max
+  python3 bench/prefill_profile.py --impl dg $shape --no-clean >/dev/null 2>&1
+  [ -n "$NCU_BIN" ] || { echo "== ncu: not found"; return; }
+  PROF_LIMIT=60
+  prof "${name}_1024_c64" "$kre" --impl ours $shape
+  prof dg_1024_c64 'sm90_fp8_mqa_logits' --impl dg $shape
+  summary "$title" "$file"
+}

@@ -19,14 +19,7 @@ race_run half "$PWD/.v/half" wg --grade wg
 race_run half2 "$PWD/.v/half2" wg --grade wg
 race_run half3c "$PWD/.v/half3c" wg --grade wg
 race_run v14b "$PWD/.v/v14" wg --no-grade
-source docs/results/ncu_common.sh      # NCU_BIN, SECTIONS, M, prof, summary
-M=$M,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,sm__cycles_elapsed.max
-python3 bench/prefill_profile.py --impl dg --rows 1024 --keys 1024 --window causal --heads 64 --no-clean >/dev/null 2>&1
-if [ -n "$NCU_BIN" ]; then
-  PROF_LIMIT=60
-  prof wg_1024_c64 '_wg$' --impl ours --rows 1024 --keys 1024 --window causal --heads 64
-  prof dg_1024_c64 'sm90_fp8_mqa_logits' --impl dg --rows 1024 --keys 1024 --window causal --heads 64
-  summary "session 9 H200 profile" "$OUT/session9_profile.txt"
-fi
+source docs/results/ncu_common.sh      # NCU_BIN, SECTIONS, M, prof, summary, prof_1024_c64_beside_dg
+prof_1024_c64_beside_dg wg '_wg$' "session 9 H200 profile" "$OUT/session9_profile.txt"
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
 pack; ls -la "$RES"

@@ -8,14 +8,7 @@ OUT=/tmp/session9_prof; rm -rf "$OUT"
 source docs/results/device_common.sh   # step, run_step, pack
 PACK=$RES/session9_profile.tgz
 DEADLINE=${DEADLINE:-200}
-source docs/results/ncu_common.sh      # NCU_BIN, SECTIONS, M, prof, summary
-M=$M,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,sm__cycles_elapsed.max
-python3 bench/prefill_profile.py --impl dg --rows 1024 --keys 1024 --window causal --heads 64 --no-clean >/dev/null 2>&1
-if [ -n "$NCU_BIN" ]; then
-  PROF_LIMIT=60
-  prof wgpr_1024_c64 '_wgpr$' --impl ours --rows 1024 --keys 1024 --window causal --heads 64
-  prof dg_1024_c64 'sm90_fp8_mqa_logits' --impl dg --rows 1024 --keys 1024 --window causal --heads 64
-  summary "session 9 H200 profile of wgpr" "$RES/session9_profile2.txt"
-fi
+source docs/results/ncu_common.sh      # NCU_BIN, SECTIONS, M, prof, summary, prof_1024_c64_beside_dg
+prof_1024_c64_beside_dg wgpr '_wgpr$' "session 9 H200 profile of wgpr" "$RES/session9_profile2.txt"
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
 pack; ls -la "$RES"
