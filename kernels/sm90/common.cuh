@@ -164,6 +164,19 @@ __device__ __forceinline__ TileRange interior_tile_range(int lo, int in_lo, int 
   return {d <= 0 ? 0 : (d + tile - 1) / tile, e <= 0 ? 0 : e / tile};
 }
 
+// interior_tile_range of the intersection of R row windows (empty unless all R rows exist: nrows == R, the
+// intersection starting from [0, N)): the tiles of [lo, ...) every one of those rows' windows covers.
+template <int R>
+__device__ __forceinline__ TileRange rows_interior_tile_range(const int2* win, int nrows, int lo, int N, int tile) {
+  int in_lo = 0, in_hi = nrows == R ? N : 0;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    in_lo = max(in_lo, win[r].x);
+    in_hi = min(in_hi, win[r].y);
+  }
+  return interior_tile_range(lo, in_lo, in_hi, tile);
+}
+
 // The columns a block walks and this split's share of them, for bodies whose warps all read them: the union
 // [lo, hi) of the rows' windows, passed through a shuffle (the same value in every lane already; the shuffle
 // makes that visible to ptxas's uniformity analysis), and [tile_begin, tile_end) of its TILE-token tiles.

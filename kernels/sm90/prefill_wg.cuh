@@ -225,12 +225,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
       if (t + nwg < tile_end)
         load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + nwg) * TILE + 16 * wq, hi, gid, tig);
       const bool hit = interior || tile_hit(base);
-      if (hit) {
-        issue(accA, cur);
-        commit();
-        wgmma_wait<0>();
-        fence_regs(accA);
-      }
+      if (hit) wgmma_rs_tile_sync<NQ, D, NCH>(accA, cur, q_base);
       if (interior && EPI == EPI_FP32) {
         wg_head_sum_fp32<H, NQ>(accA, weight, true, true, tig, base + 16 * wq + gid, cur.scale[0], cur.scale[1],
                                 [&](int r, int tok, bool, float v) { out[(i64)(m0 + r) * out_row_stride + tok] = v; });
@@ -241,13 +236,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
     if constexpr (WG_PEEL_INTERIOR && EPI == EPI_FP32) {
       // DESIGN: the tiles inside the intersection [in_lo, in_hi) of the BM rows' windows (empty unless
       // all BM rows exist) run without window tests: t in [ib, ie), the rest before and after it
-      int in_lo = 0, in_hi = nrows == BM ? N : 0;
-#pragma unroll
-      for (int r = 0; r < BM; ++r) {
-        in_lo = max(in_lo, win_s[r].x);
-        in_hi = min(in_hi, win_s[r].y);
-      }
-      const TileRange in = interior_tile_range(lo, in_lo, in_hi, TILE);
+      const TileRange in = rows_interior_tile_range<BM>(win_s, nrows, lo, N, TILE);
       for (; t < tile_end && t < in.begin; t += nwg) step(false);
       for (; t < tile_end && t < in.end; t += nwg) step(true);
     }

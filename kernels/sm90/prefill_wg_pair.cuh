@@ -105,13 +105,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
 #pragma unroll
   for (int p = 0; p < 2; ++p) {
     bs[p] = uniform_block_span<BM, TILE>(win_s[p], N, split, split_n);
-    int in_lo = 0, in_hi = nrows[p] == BM ? N : 0;
-#pragma unroll
-    for (int r = 0; r < BM; ++r) {
-      in_lo = max(in_lo, win_s[p][r].x);
-      in_hi = min(in_hi, win_s[p][r].y);
-    }
-    in[p] = interior_tile_range(bs[p].lo, in_lo, in_hi, TILE);
+    in[p] = rows_interior_tile_range<BM>(win_s[p], nrows[p], bs[p].lo, N, TILE);
   }
   // DESIGN: each warpgroup takes a contiguous share of the pair's concatenated tile list (row block 0's tiles, then
   // row block 1's), so it walks at most two segments, one per row block, each with "wg"'s peeled loop (general tiles,
@@ -142,15 +136,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
       cur = nxt;
       if (t + 1 < t_end) load_wg_tile<D, NCH>(nxt, k, kv_scale, lo + (t + 1) * TILE + 16 * wq, hi, gid, tig);
       const bool hit = interior || any_window_meets<BM>(win, base, TILE);
-      if (hit) {
-        fence_regs(acc);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        wgmma_rs_tile<NQ, D, NCH>(acc, cur, q_base);
-        fence_regs(acc);
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        wgmma_wait<0>();
-        fence_regs(acc);
-      }
+      if (hit) wgmma_rs_tile_sync<NQ, D, NCH>(acc, cur, q_base);
       const int tok0 = base + 16 * wq + gid;
       if (interior) {
         wg_head_sum_fp32<H, NQ>(acc, weight, true, true, tig, tok0, cur.scale[0], cur.scale[1],

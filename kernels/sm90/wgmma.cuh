@@ -189,6 +189,19 @@ __device__ __forceinline__ void wgmma_rs_tile(float (&acc)[NQ / 2], const WgTile
   }
 }
 
+// One tile's RS wgmmas issued, committed and waited for, the accumulators fenced on both sides (the order the
+// compiler must keep around an async wgmma).
+template <int NQ, int D, int NCH>
+__device__ __forceinline__ void wgmma_rs_tile_sync(float (&acc)[NQ / 2], const WgTile<NCH>& kt, uint32_t q_base) {
+  fence_regs(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  wgmma_rs_tile<NQ, D, NCH>(acc, kt, q_base);
+  fence_regs(acc);
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  wgmma_wait<0>();
+  fence_regs(acc);
+}
+
 // DESIGN: head reduction in registers; kv_scale hoisted past it. The exact f32 epilogue of one tile ("wg",
 // "ws"): accumulator column group j holds columns 8j + 2tig + {0, 1} = (row 8j / H, two heads) of tokens tok0
 // (d[4j + 0/1]) and tok0 + 8 (d[4j + 2/3]); ReLU and the weights (weight(j): float2 of those two heads) fold
