@@ -193,8 +193,9 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "consumer warpgroups (N = 128 each) take turns on the tensor core", consumers=2, logit_eps=2e-3),
     _sm90("mma", "mma.sync baseline (fp8 widened to f16 by ptxas; never chosen by the heuristic)", tile_tokens=32,
           logit_eps=1e-5),
-    _sm90("wgpr", "wg with each block's two warpgroups walking a pair of row blocks (R - 1 - x and x) interleaved: "
-          "balanced causal chains where wg's grid is one pass of one-warpgroup blocks (session 9)", logit_eps=2e-3,
+    _sm90("wgpr", "wg with each block's two warpgroups on a pair of row blocks (R - 1 - x and x), each a contiguous "
+          "half of the pair's tiles: balanced causal chains where wg's grid is one unsplit pass of one-warpgroup "
+          "blocks (session 9)", logit_eps=2e-3,
           default_rank=3, paired_rows=True),
     # experiments (docs/PERFORMANCE.md v3-v7): built by bench/exp_sm90.py or bench/race_sm90.py only
     *[_sm90(n, "ping-pong accumulator experiment (v3)", experiment=True) for n in ("wgp", "wgrp", "wgx")],

@@ -156,9 +156,11 @@ AUTO_PAIRED_HEADS = 64
 
 def paired_wins(p: Problem, compute_units: int) -> bool:
     """Whether "auto" runs ``p`` with AUTO_PAIRED rather than "wg" (see AUTO_PAIRED; below AUTO_TMAS_MIN_N keys)."""
-    row_blocks = ceil(p.M / (DEFAULT_N // p.heads)) if p.heads <= DEFAULT_N else p.M
+    if p.heads != AUTO_PAIRED_HEADS:
+        return False
+    row_blocks = ceil(p.M / (DEFAULT_N // p.heads))  # wg's BLOCK_M at the default N (2 rows at H = 64)
     sms = max(1, compute_units)
-    return (p.heads == AUTO_PAIRED_HEADS and ceil(p.N / TILE_TOKENS["wg"]) < 2 * MIN_TILES_PER_STREAM
+    return (ceil(p.N / TILE_TOKENS["wg"]) < 2 * MIN_TILES_PER_STREAM
             and ROW_BLOCKS_PER_SM_FOR_4_WARPS * sms <= row_blocks <= TARGET_BLOCKS_PER_SM * sms)
 
 
