@@ -109,18 +109,17 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   // DESIGN: Q staging, loads first. Every 16-byte global read of Q and every weight this thread stages is issued
   // before its first shared store, and before the windows are read and staged, so a block waits one memory latency,
   // not one per trip of a rolled LDG -> STS loop (session 7 ncu, 1024^2 causal H = 64: 20% of the stall samples on
-  // that loop's stores; docs/PERFORMANCE.md v13). Q is scattered as 4-byte words into the permuted core-matrix
-  // layout; rows past M are zeros.
+  // that loop's stores; docs/PERFORMANCE.md v13). Q goes in whole 16-byte k-slot groups (QRsItem, wgmma.cuh); rows
+  // past M are zeros.
   {
-    constexpr int CHUNKS = NQ * (D / 16), TRIPS = CHUNKS / 128, W_TRIPS = (NQ + 127) / 128;  // num_warps >= 4
-    static_assert(CHUNKS % 128 == 0, "Q chunks: a whole number per thread of a 128-thread block");
-    uint4 v[TRIPS];
+    constexpr int ITEMS = NQ * QRsItem<D>::PER_COLUMN, TRIPS = (ITEMS + 127) / 128;  // num_warps >= 4
+    constexpr int W_TRIPS = (NQ + 127) / 128;
+    QRsItem<D> v[TRIPS];
     float wv[W_TRIPS];
 #pragma unroll
     for (int i = 0; i < TRIPS; ++i) {
-      const int idx = tid + i * nthreads, n = idx / (D / 16), r = n / H;
-      v[i] = make_uint4(0, 0, 0, 0);
-      if (idx < CHUNKS && r < nrows) v[i] = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + 16 * (idx % (D / 16)));
+      const unsigned idx = tid + i * nthreads, n = idx % NQ;
+      if (idx < ITEMS) load_q_rs_item<D>(v[i], q, (i64)m0 * H + n, idx / NQ, n < (unsigned)(nrows * H));
     }
 #pragma unroll
     for (int i = 0; i < W_TRIPS; ++i) {
@@ -130,8 +129,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
     stage_row_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
 #pragma unroll
     for (int i = 0; i < TRIPS; ++i) {
-      const int idx = tid + i * nthreads;
-      if (idx < CHUNKS) store_q_chunk_permuted<D>(q_s, idx / (D / 16), 16 * (idx % (D / 16)), v[i]);
+      const unsigned idx = tid + i * nthreads;
+      if (idx < ITEMS) store_q_rs_item<D>(q_s, idx % NQ, idx / NQ, v[i]);
     }
 #pragma unroll
     for (int i = 0; i < W_TRIPS; ++i)

@@ -53,21 +53,19 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     nrows[p] = p < pairs ? min(BM, M - m0[p]) : 0;
   }
   const bool clean = (flags & FLAG_CLEAN_LOGITS) != 0;
-  // Q staging, loads first (as "wg", v13): both row blocks' Q and weights in flight before the first shared store.
+  // Q staging, loads first (as "wg", v13): both row blocks' Q and weights in flight before the first shared store,
+  // Q in whole 16-byte k-slot groups (QRsItem, wgmma.cuh).
   {
-    constexpr int CHUNKS = NQ * (D / 16), W_TRIPS = (NQ + 127) / 128;
-    static_assert(CHUNKS % 256 == 0, "Q chunks: a whole number per thread of a 256-thread block");
-    constexpr int TRIPS = CHUNKS / 256;  // per row block, 8 warps
-    uint4 v[2][TRIPS];
+    constexpr int ITEMS = NQ * QRsItem<D>::PER_COLUMN, TRIPS = (ITEMS + 255) / 256;  // per row block, 8 warps
+    constexpr int W_TRIPS = (NQ + 127) / 128;
+    QRsItem<D> v[2][TRIPS];
     float wv[2][W_TRIPS];
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
 #pragma unroll
       for (int i = 0; i < TRIPS; ++i) {
-        const int idx = tid + i * nthreads, n = idx / (D / 16), r = n / H;
-        v[p][i] = make_uint4(0, 0, 0, 0);
-        if (idx < CHUNKS && r < nrows[p])
-          v[p][i] = ldg16(q + ((i64)(m0[p] + r) * H + (n % H)) * D + 16 * (idx % (D / 16)));
+        const unsigned idx = tid + i * nthreads, n = idx % NQ;
+        if (idx < ITEMS) load_q_rs_item<D>(v[p][i], q, (i64)m0[p] * H + n, idx / NQ, n < (unsigned)(nrows[p] * H));
       }
 #pragma unroll
       for (int i = 0; i < W_TRIPS; ++i) {
@@ -88,8 +86,8 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     for (int p = 0; p < 2; ++p) {
 #pragma unroll
       for (int i = 0; i < TRIPS; ++i) {
-        const int idx = tid + i * nthreads;
-        if (idx < CHUNKS) store_q_chunk_permuted<D>(q_s[p], idx / (D / 16), 16 * (idx % (D / 16)), v[p][i]);
+        const unsigned idx = tid + i * nthreads;
+        if (idx < ITEMS) store_q_rs_item<D>(q_s[p], idx % NQ, idx / NQ, v[p][i]);
       }
 #pragma unroll
       for (int i = 0; i < W_TRIPS; ++i)
