@@ -303,33 +303,34 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   // them in flight at once and issued before the windows are read (they need only the row block); the wait comes
   // just before the ring's barrier. A rolled LDG -> STS loop waited one memory latency per trip: ncu put 13% of the
   // stall samples of 4096^2 multi_req H = 32 on its stores (docs/PERFORMANCE.md v13). Consumer c's Q = rows
-  // [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order; rows past M read as zeros.
+  // [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order: the block's Q is the
+  // NC * Q_BYTES contiguous bytes of q from row m0 on, so copy i moves bytes [16 i, 16 i + 16) of it to the same
+  // offset, swizzled; rows past M read as zeros. Unsigned offsets and no per-copy (consumer, column, chunk) split:
+  // the signed index arithmetic of that split was ~300 instructions per warp, in all 20 warps (session 10, ncu of
+  // 4096^2 multi_req H = 32 from session 8; docs/PERFORMANCE.md v16).
   const RowBlock rb = row_block_of<BM>(M, flags);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
   const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
-  for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
-    const int c = idx / (NQ * (D / 16));
-    const int rest = idx % (NQ * (D / 16));
-    const int n = rest / (D / 16), j = rest % (D / 16);
-    const int r = c * BMW + n / H;
-    const bool ok = r < nrows;  // else src_bytes 0 (zeros) from a valid address
-    cp_async16_zfill(q0 + c * Q_BYTES + swizzled<D>(n * D + 16 * j),
-                     q + ((i64)(m0 + (ok ? r : 0)) * H + (n % H)) * D + 16 * j, ok ? 16u : 0u);
+  const u8* const q_rows = q + (i64)m0 * H * D;
+  const uint32_t valid_cols = (uint32_t)nrows * H;  // columns of rows below M, over all consumers
+  for (uint32_t off = 16 * tid; off < NC * Q_BYTES; off += 16 * THREADS) {
+    const bool ok = off < valid_cols * D;  // else src_bytes 0 (zeros) from a valid address
+    cp_async16_zfill(q0 + swizzled<D>(off), q_rows + (ok ? off : 0), ok ? 16u : 0u);
   }
   if constexpr (!WREG) {
     const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
-    for (int idx = tid; idx < NC * NQ; idx += THREADS) {
-      const int r = idx / H;  // consumer c's rows follow each other: idx = (c * BMW + row) * H + head
-      const bool ok = r < nrows;
-      int slot = idx;
+    const float* const w_rows = weights + (i64)m0 * H;  // idx = (c * BMW + row) * H + head, as Q's columns
+    for (uint32_t idx = tid; idx < NC * NQ; idx += THREADS) {
+      const bool ok = idx < valid_cols;
+      uint32_t slot = idx;
       if constexpr (LEAN) {
         // Column n = 8j + 2tig + e of consumer c at c NQ + 16 (j / 2) + 4 tig + 2 (j % 2) + e: the weights of
         // column groups j and j + 1 (j even) are one float4 per lane (one LDS.128 for two groups).
-        const int c = idx / NQ, n = idx % NQ, j = n / 8;
+        const uint32_t c = idx / NQ, n = idx % NQ, j = n / 8;
         slot = c * NQ + 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
       }
-      cp_async4_zfill(w0 + 4 * slot, weights + (i64)(m0 + (ok ? r : 0)) * H + idx % H, ok ? 4u : 0u);
+      cp_async4_zfill(w0 + 4 * slot, w_rows + (ok ? idx : 0), ok ? 4u : 0u);
     }
   }
   cp_async_commit_group();
