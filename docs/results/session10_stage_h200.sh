@@ -8,7 +8,7 @@
 # shipped rawindexer/_kernels).
 # Two rounds of old / new races (DeepGEMM in each, the new build graded in round 1); then on the shipped build:
 # the gpu pytest tests of wgpr's sweep and the NaN/Inf contract, the quick sweep of api, wg, wgr, ws, wgpr, tmas,
-# and racecheck of wg, wgpr and tmas at H 32 and 64.
+# racecheck of wg, wgpr and tmas at H 32 and 64, and the public prefill benchmark with what time is left.
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session10_stage; rm -rf "$OUT"
@@ -21,6 +21,7 @@ smoke_step
 race_ab s9 "$PWD/.v/s9race" s10 "$PWD/.v/s10t" 2 wg,wgpr,tmas
 run_step pytest_gpu 90 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_cuda_gpu.py -k "row_block_pairs or nan_contract"
 run_step sweep 100 python3 tests/gpu/test_cuda_gpu.py --quick --designs wg,wgr,ws,wgpr,tmas
-run_step racecheck 70 $RACE python3 tests/gpu/test_cuda_gpu.py --racecheck-subset --racecheck-heads 32,64 --designs wg,wgpr,tmas
+run_step racecheck 150 $RACE python3 tests/gpu/test_cuda_gpu.py --racecheck-subset --racecheck-heads 32,64 --designs wg,wgpr,tmas
+TAIL=16 run_step bench 100 python3 -m rawindexer.bench --reps 10 --out "$OUT/bench"
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
 pack; ls -la "$RES"
