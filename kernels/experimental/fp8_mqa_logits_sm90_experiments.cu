@@ -279,7 +279,7 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
       *reinterpret_cast<uint4*>(q_s + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;  // natural order
     }
   } else {
-    stage_q_rs_tile<NQ, D>(q_s, q, (i64)m0 * H, nrows * H, tid, nthreads);
+    stage_q_rs_tile<NQ, D>(q_s, q + (i64)m0 * H * D, (uint32_t)nrows * H * D, tid, nthreads);
   }
   // Lane order: lane tig's weights of column blocks j = 2jp, 2jp + 1 are
   //   wl_s[16 jp + 4 tig + {0, 1, 2, 3}] = w[16 jp + 2 tig + {0, 1, 8, 9}]   (one 16-byte read)

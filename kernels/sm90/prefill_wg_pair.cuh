@@ -53,20 +53,19 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     nrows[p] = p < pairs ? min(BM, M - m0[p]) : 0;
   }
   const bool clean = (flags & FLAG_CLEAN_LOGITS) != 0;
-  // Q staging, loads first (as "wg", v13): both row blocks' Q and weights in flight before the first shared store,
-  // Q in whole 16-byte k-slot groups (QRsItem, wgmma.cuh).
+  // Q staging, loads first (as "wg", v13): both row blocks' Q and weights in flight before the first shared store.
   {
-    constexpr int ITEMS = NQ * QRsItem<D>::PER_COLUMN, TRIPS = (ITEMS + 255) / 256;  // per row block, 8 warps
-    constexpr int W_TRIPS = (NQ + 127) / 128;
-    QRsItem<D> v[2][TRIPS];
+    constexpr int CHUNKS = NQ * (D / 16), W_TRIPS = (NQ + 127) / 128;
+    static_assert(CHUNKS % 256 == 0, "Q chunks: a whole number per thread of a 256-thread block");
+    constexpr int TRIPS = CHUNKS / 256;  // per row block, 8 warps
+    uint4 v[2][TRIPS];
     float wv[2][W_TRIPS];
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
+      const u8* const q_span = q + (i64)m0[p] * H * D;
+      const uint32_t valid_bytes = (uint32_t)nrows[p] * H * D;
 #pragma unroll
-      for (int i = 0; i < TRIPS; ++i) {
-        const unsigned idx = tid + i * nthreads, n = idx % NQ;
-        if (idx < ITEMS) load_q_rs_item<D>(v[p][i], q, (i64)m0[p] * H + n, idx / NQ, n < (unsigned)(nrows[p] * H));
-      }
+      for (int i = 0; i < TRIPS; ++i) v[p][i] = load_q_rs_chunk(q_span, tid + i * 256, valid_bytes);
 #pragma unroll
       for (int i = 0; i < W_TRIPS; ++i) {
         const int idx = tid + i * nthreads, r = idx / H;
@@ -84,11 +83,9 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     }
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
+      const uint32_t q_tile = (uint32_t)__cvta_generic_to_shared(q_s[p]);
 #pragma unroll
-      for (int i = 0; i < TRIPS; ++i) {
-        const unsigned idx = tid + i * nthreads;
-        if (idx < ITEMS) store_q_rs_item<D>(q_s[p], idx % NQ, idx / NQ, v[p][i]);
-      }
+      for (int i = 0; i < TRIPS; ++i) store_q_rs_chunk<D>(q_tile, tid + i * 256, v[p][i]);
 #pragma unroll
       for (int i = 0; i < W_TRIPS; ++i)
         if (tid + i * nthreads < NQ) w_s[p][tid + i * nthreads] = wv[p][i];

@@ -125,7 +125,8 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   } else {
 #pragma unroll 1
     for (int c = 0; c < NC; ++c)
-      stage_q_rs_tile<NQ, D>(q_all + c * (NQ * D), q, (i64)(m0 + c * BMW) * H, (nrows - c * BMW) * H, tid, THREADS);
+      stage_q_rs_tile<NQ, D>(q_all + c * (NQ * D), q + (i64)(m0 + c * BMW) * H * D,
+                             (uint32_t)max(nrows - c * BMW, 0) * H * D, tid, THREADS);
   }
   constexpr int PRODUCERS = SS ? 64 : 1;  // threads that fill the ring (SS: warps 0-1; RS: one lane)
   constexpr int FILL_WARP0 = SS ? 2 : 1;  // the producer warpgroup's warps from here on do the -inf fill

@@ -164,47 +164,33 @@ __device__ __forceinline__ void wgmma_ss_k32(float (&d)[N / 2], uint64_t da, uin
 // SBO = 8 * D in n), permuted like the A registers (see prefill_wg.cuh): k slot (s, 16 hh + 4 tig + j) of B column n
 // holds Q[n, tig * D / 4 + 8 s + 4 hh + j], i.e. core matrix kc = 2 s + hh, byte 4 tig of row n.
 //
-// DESIGN: staged in "items" that fill whole 16-byte k-slot groups, so every shared store is one STS.128 at an
-// address computed once per item. Item (n, sp) of B column n and s-pair sp in [0, D / 64) reads the four owners'
-// 16 bytes Q[n, o * D / 4 + 16 sp, +16) (o = 0..3: the tig whose A fragments hold those depths; k steps 2 sp and
-// 2 sp + 1), and word c of every owner's piece lands in core matrix kc = 4 sp + c at byte 4 o. The 4-byte scatter
-// this replaces spent ~640 instructions per warp of a "wgpr" block on signed index arithmetic (session 10 ncu,
-// docs/PERFORMANCE.md v16).
+// DESIGN: a tile's NQ columns are consecutive (row, head) pairs, so its Q is one contiguous NQ x D span of q; chunk
+// i is that span's bytes [16 i, 16 i + 16), read by one coalesced 16-byte load (consecutive threads, consecutive
+// chunks) and scattered as four 4-byte words. Its address is computed on unsigned chunk indices: the signed
+// (column, depth) arithmetic this replaces was ~640 instructions per warp of a "wgpr" block (session 10 ncu,
+// docs/PERFORMANCE.md v16). Chunk i = (column n, depth chunk j): owner tig = j / (D / 64), k steps 2 (j % (D / 64))
+// and the next, so word w goes to core matrix kc = 4 (j % (D / 64)) + w.
 constexpr uint32_t WG_LBO = 128;
 template <int D>
-struct QRsItem {
-  static constexpr int PER_COLUMN = D / 64;  // items per B column
-  uint4 part[4];                             // owner o's 16 bytes
-};
-// Item (n, sp) of a tile whose B column n is Q row `col` (a row block's columns are consecutive (row, head) pairs
-// of Q, so col = m0 * H + n); zeros where !valid (rows past M).
-template <int D>
-__device__ __forceinline__ void load_q_rs_item(QRsItem<D>& it, const u8* __restrict__ q, i64 col, int sp,
-                                               bool valid) {
-  const u8* src = q + col * D + 16 * sp;
+__device__ __forceinline__ void store_q_rs_chunk(uint32_t q_tile, uint32_t i, uint4 v) {
+  constexpr uint32_t P = D / 64, CHUNKS_PER_COLUMN = D / 16;
+  const uint32_t n = i / CHUNKS_PER_COLUMN, j = i % CHUNKS_PER_COLUMN;
+  const uint32_t dst = q_tile + (n / 8) * (8 * D) + (n % 8) * 16 + 4 * (j / P) + 4 * (j % P) * WG_LBO;
 #pragma unroll
-  for (int o = 0; o < 4; ++o) it.part[o] = valid ? ldg16(src + o * (D / 4)) : make_uint4(0, 0, 0, 0);
+  for (int w = 0; w < 4; ++w)
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(dst + w * WG_LBO), "r"(word(v, w)) : "memory");
 }
-template <int D>
-__device__ __forceinline__ void store_q_rs_item(u8* q_tile, int n, int sp, const QRsItem<D>& it) {
-  const uint32_t dst = (uint32_t)__cvta_generic_to_shared(q_tile) + (n / 8) * (8 * D) + (n % 8) * 16 + 4 * sp * WG_LBO;
-#pragma unroll
-  for (int c = 0; c < 4; ++c)
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst + c * WG_LBO), "r"(word(it.part[0], c)),
-                 "r"(word(it.part[1], c)), "r"(word(it.part[2], c)), "r"(word(it.part[3], c))
-                 : "memory");
+// Chunk i of the tile whose Q span starts at q_span: zeros from byte valid_bytes on (rows past M).
+__device__ __forceinline__ uint4 load_q_rs_chunk(const u8* __restrict__ q_span, uint32_t i, uint32_t valid_bytes) {
+  return 16 * i < valid_bytes ? ldg16(q_span + 16 * i) : make_uint4(0, 0, 0, 0);
 }
-// The NQ-column tile of Q rows [col0, col0 + NQ), columns from valid_cols on zero, one item per thread and trip:
-// for prologues off the hot path (the hot ones issue all their loads before the first store).
+// The whole NQ-column tile, one chunk per thread and trip: for prologues off the hot path (the hot ones issue all
+// their loads before the first store).
 template <int NQ, int D>
-__device__ __forceinline__ void stage_q_rs_tile(u8* q_tile, const u8* __restrict__ q, i64 col0, int valid_cols,
+__device__ __forceinline__ void stage_q_rs_tile(u8* q_tile, const u8* __restrict__ q_span, uint32_t valid_bytes,
                                                 int tid, int nthreads) {
-  for (int idx = tid; idx < NQ * QRsItem<D>::PER_COLUMN; idx += nthreads) {
-    const int n = (unsigned)idx % NQ, sp = (unsigned)idx / NQ;
-    QRsItem<D> it;
-    load_q_rs_item<D>(it, q, col0 + n, sp, n < valid_cols);
-    store_q_rs_item<D>(q_tile, n, sp, it);
-  }
+  const uint32_t dst = (uint32_t)__cvta_generic_to_shared(q_tile);
+  for (uint32_t i = tid; i < NQ * (D / 16); i += nthreads) store_q_rs_chunk<D>(dst, i, load_q_rs_chunk(q_span, i, valid_bytes));
 }
 
 // The D / 32 k32 wgmmas of one tile in the RS form: A = this lane's K fragments, B = Q at q_base.
