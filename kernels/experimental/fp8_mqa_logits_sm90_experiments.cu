@@ -269,17 +269,17 @@ __device__ __forceinline__ void fp8_mqa_logits_wf_body(const u8* __restrict__ q,
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
   if (tid < BM) rmax_s[tid] = 0;
-  if constexpr (KSRC >= 1) {
-    for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
-      const int n = idx / (D / 16);
-      const int d0 = 16 * (idx % (D / 16));
-      const int r = n / H;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
+  for (int idx = tid; idx < NQ * (D / 16); idx += nthreads) {
+    const int n = idx / (D / 16);
+    const int d0 = 16 * (idx % (D / 16));
+    const int r = n / H;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
+    if constexpr (KSRC >= 1) {
       *reinterpret_cast<uint4*>(q_s + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;  // natural order
+    } else {
+      store_q_chunk_permuted<D>(q_s, n, d0, v);
     }
-  } else {
-    stage_q_rs_tile<NQ, D>(q_s, q + (i64)m0 * H * D, (uint32_t)nrows * H * D, tid, nthreads);
   }
   // Lane order: lane tig's weights of column blocks j = 2jp, 2jp + 1 are
   //   wl_s[16 jp + 4 tig + {0, 1, 2, 3}] = w[16 jp + 2 tig + {0, 1, 8, 9}]   (one 16-byte read)

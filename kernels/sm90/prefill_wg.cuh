@@ -110,18 +110,17 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
   // before its first shared store, and before the windows are read and staged, so a block waits one memory latency,
   // not one per trip of a rolled LDG -> STS loop (session 7 ncu, 1024^2 causal H = 64: 20% of the stall samples on
   // that loop's stores; docs/PERFORMANCE.md v13). Q is scattered as 4-byte words into the permuted core-matrix
-  // layout (store_q_rs_chunk); rows past M are zeros.
+  // layout; rows past M are zeros.
   {
     constexpr int CHUNKS = NQ * (D / 16), TRIPS = CHUNKS / 128, W_TRIPS = (NQ + 127) / 128;  // num_warps >= 4
     static_assert(CHUNKS % 128 == 0, "Q chunks: a whole number per thread of a 128-thread block");
-    const u8* const q_span = q + (i64)m0 * H * D;
-    const uint32_t valid_bytes = (uint32_t)nrows * H * D;
     uint4 v[TRIPS];
     float wv[W_TRIPS];
 #pragma unroll
     for (int i = 0; i < TRIPS; ++i) {
-      const uint32_t idx = tid + i * nthreads;
-      v[i] = idx < CHUNKS ? load_q_rs_chunk(q_span, idx, valid_bytes) : make_uint4(0, 0, 0, 0);
+      const int idx = tid + i * nthreads, n = idx / (D / 16), r = n / H;
+      v[i] = make_uint4(0, 0, 0, 0);
+      if (idx < CHUNKS && r < nrows) v[i] = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + 16 * (idx % (D / 16)));
     }
 #pragma unroll
     for (int i = 0; i < W_TRIPS; ++i) {
@@ -129,11 +128,10 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_body(const u8* __restrict__ q,
       wv[i] = idx < NQ && r < nrows ? weights[(i64)(m0 + r) * H + (idx % H)] : 0.0f;
     }
     stage_row_windows<BM>(win_s, cu_seqlen_ks, cu_seqlen_ke, rb, N, tid);
-    const uint32_t q_tile = (uint32_t)__cvta_generic_to_shared(q_s);
 #pragma unroll
     for (int i = 0; i < TRIPS; ++i) {
-      const uint32_t idx = tid + i * nthreads;
-      if (idx < CHUNKS) store_q_rs_chunk<D>(q_tile, idx, v[i]);
+      const int idx = tid + i * nthreads;
+      if (idx < CHUNKS) store_q_chunk_permuted<D>(q_s, idx / (D / 16), 16 * (idx % (D / 16)), v[i]);
     }
 #pragma unroll
     for (int i = 0; i < W_TRIPS; ++i)

@@ -62,10 +62,13 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     float wv[2][W_TRIPS];
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
-      const u8* const q_span = q + (i64)m0[p] * H * D;
-      const uint32_t valid_bytes = (uint32_t)nrows[p] * H * D;
 #pragma unroll
-      for (int i = 0; i < TRIPS; ++i) v[p][i] = load_q_rs_chunk(q_span, tid + i * 256, valid_bytes);
+      for (int i = 0; i < TRIPS; ++i) {
+        const int idx = tid + i * nthreads, n = idx / (D / 16), r = n / H;
+        v[p][i] = make_uint4(0, 0, 0, 0);
+        if (idx < CHUNKS && r < nrows[p])
+          v[p][i] = ldg16(q + ((i64)(m0[p] + r) * H + (n % H)) * D + 16 * (idx % (D / 16)));
+      }
 #pragma unroll
       for (int i = 0; i < W_TRIPS; ++i) {
         const int idx = tid + i * nthreads, r = idx / H;
@@ -83,9 +86,11 @@ __device__ __forceinline__ void fp8_mqa_logits_wg_pair_body(const u8* __restrict
     }
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
-      const uint32_t q_tile = (uint32_t)__cvta_generic_to_shared(q_s[p]);
 #pragma unroll
-      for (int i = 0; i < TRIPS; ++i) store_q_rs_chunk<D>(q_tile, tid + i * 256, v[p][i]);
+      for (int i = 0; i < TRIPS; ++i) {
+        const int idx = tid + i * nthreads;
+        if (idx < CHUNKS) store_q_chunk_permuted<D>(q_s[p], idx / (D / 16), 16 * (idx % (D / 16)), v[p][i]);
+      }
 #pragma unroll
       for (int i = 0; i < W_TRIPS; ++i)
         if (tid + i * nthreads < NQ) w_s[p][tid + i * nthreads] = wv[p][i];

@@ -111,22 +111,19 @@ __device__ __forceinline__ void fp8_mqa_logits_ws_body(const u8* __restrict__ q,
   const bool clean = rb.clean;
   // Q of consumer c = rows [c * BMW, (c + 1) * BMW): RS in the permuted core-matrix layout of the "wg" path (the
   // A fragments carry the same permutation), SS in natural depth order (the K tile is in natural order too).
-  if constexpr (SS) {
-    for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
-      const int c = idx / (NQ * (D / 16));
-      const int rest = idx % (NQ * (D / 16));
-      const int n = rest / (D / 16);
-      const int d0 = 16 * (rest % (D / 16));
-      const int r = c * BMW + n / H;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
+  for (int idx = tid; idx < NC * NQ * (D / 16); idx += THREADS) {
+    const int c = idx / (NQ * (D / 16));
+    const int rest = idx % (NQ * (D / 16));
+    const int n = rest / (D / 16);
+    const int d0 = 16 * (rest % (D / 16));
+    const int r = c * BMW + n / H;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < nrows) v = ldg16(q + ((i64)(m0 + r) * H + (n % H)) * D + d0);
+    if constexpr (SS) {
       *reinterpret_cast<uint4*>(q_all + c * (NQ * D) + (n / 8) * SBO + (n % 8) * 16 + (d0 / 16) * LBO) = v;
+    } else {
+      store_q_chunk_permuted<D>(q_all + c * (NQ * D), n, d0, v);
     }
-  } else {
-#pragma unroll 1
-    for (int c = 0; c < NC; ++c)
-      stage_q_rs_tile<NQ, D>(q_all + c * (NQ * D), q + (i64)(m0 + c * BMW) * H * D,
-                             (uint32_t)max(nrows - c * BMW, 0) * H * D, tid, THREADS);
   }
   constexpr int PRODUCERS = SS ? 64 : 1;  // threads that fill the ring (SS: warps 0-1; RS: one lane)
   constexpr int FILL_WARP0 = SS ? 2 : 1;  // the producer warpgroup's warps from here on do the -inf fill

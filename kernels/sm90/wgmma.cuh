@@ -161,36 +161,20 @@ __device__ __forceinline__ void wgmma_ss_k32(float (&d)[N / 2], uint64_t da, uin
 }
 
 // Q in shared memory for the RS form (no swizzle, K-major core matrices: LBO = 128 between neighbours in k,
-// SBO = 8 * D in n), permuted like the A registers (see prefill_wg.cuh): k slot (s, 16 hh + 4 tig + j) of B column n
-// holds Q[n, tig * D / 4 + 8 s + 4 hh + j], i.e. core matrix kc = 2 s + hh, byte 4 tig of row n.
-//
-// DESIGN: a tile's NQ columns are consecutive (row, head) pairs, so its Q is one contiguous NQ x D span of q; chunk
-// i is that span's bytes [16 i, 16 i + 16), read by one coalesced 16-byte load (consecutive threads, consecutive
-// chunks) and scattered as four 4-byte words. Its address is computed on unsigned chunk indices: the signed
-// (column, depth) arithmetic this replaces was ~640 instructions per warp of a "wgpr" block (session 10 ncu,
-// docs/PERFORMANCE.md v16). Chunk i = (column n, depth chunk j): owner tig = j / (D / 64), k steps 2 (j % (D / 64))
-// and the next, so word w goes to core matrix kc = 4 (j % (D / 64)) + w.
+// SBO = 8 * D in n), permuted like the A registers (see prefill_wg.cuh): the 16-byte chunk of depths
+// [d0, d0 + 16) of B column n is scattered as 4-byte words to its k slots.
 constexpr uint32_t WG_LBO = 128;
 template <int D>
-__device__ __forceinline__ void store_q_rs_chunk(uint32_t q_tile, uint32_t i, uint4 v) {
-  constexpr uint32_t P = D / 64, CHUNKS_PER_COLUMN = D / 16;
-  const uint32_t n = i / CHUNKS_PER_COLUMN, j = i % CHUNKS_PER_COLUMN;
-  const uint32_t dst = q_tile + (n / 8) * (8 * D) + (n % 8) * 16 + 4 * (j / P) + 4 * (j % P) * WG_LBO;
+__device__ __forceinline__ void store_q_chunk_permuted(u8* q_tile, int n, int d0, uint4 v) {
+  constexpr uint32_t SBO = 8 * D;
+  const int owner = d0 / (D / 4);     // the tig whose A chunk holds these depths
+  const int s0 = (d0 % (D / 4)) / 8;  // even: this chunk is k-steps s0 and s0 + 1
+  u8* row = q_tile + (n / 8) * SBO + (n % 8) * 16 + 4 * owner;
 #pragma unroll
-  for (int w = 0; w < 4; ++w)
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(dst + w * WG_LBO), "r"(word(v, w)) : "memory");
-}
-// Chunk i of the tile whose Q span starts at q_span: zeros from byte valid_bytes on (rows past M).
-__device__ __forceinline__ uint4 load_q_rs_chunk(const u8* __restrict__ q_span, uint32_t i, uint32_t valid_bytes) {
-  return 16 * i < valid_bytes ? ldg16(q_span + 16 * i) : make_uint4(0, 0, 0, 0);
-}
-// The whole NQ-column tile, one chunk per thread and trip: for prologues off the hot path (the hot ones issue all
-// their loads before the first store).
-template <int NQ, int D>
-__device__ __forceinline__ void stage_q_rs_tile(u8* q_tile, const u8* __restrict__ q_span, uint32_t valid_bytes,
-                                                int tid, int nthreads) {
-  const uint32_t dst = (uint32_t)__cvta_generic_to_shared(q_tile);
-  for (uint32_t i = tid; i < NQ * (D / 16); i += nthreads) store_q_rs_chunk<D>(dst, i, load_q_rs_chunk(q_span, i, valid_bytes));
+  for (int w = 0; w < 4; ++w) {
+    const int kc = 2 * (s0 + w / 2) + (w % 2);  // core matrix along k: step s, half hh = w % 2
+    *reinterpret_cast<uint32_t*>(row + kc * WG_LBO) = word(v, w);
+  }
 }
 
 // The D / 32 k32 wgmmas of one tile in the RS form: A = this lane's K fragments, B = Q at q_base.
