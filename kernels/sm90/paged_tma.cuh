@@ -503,10 +503,12 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       // zero rows past next_n (src_bytes 0 from b's first row), and the weights: every copy in flight at once, one
       // memory latency per block where the register loads (unrolled by four) waited two to three (session 7).
       const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_s);
-      for (int c = tid; c < QROWS * H * (D / 16); c += PT_CONSUMERS) {
-        const int n = c / (D / 16), j = c % (D / 16);
-        const bool ok = n < NN * H;
-        cp_async16_zfill(q0 + swizzled<D>(n * D + 16 * j), q + (row0 * H + (ok ? n : 0)) * D + 16 * j, ok ? 16u : 0u);
+      // b's Q rows are one contiguous span of q: copy i moves its bytes [16 i, 16 i + 16) to the same offset,
+      // swizzled, on unsigned offsets (session 10: as the prefill tmas staging).
+      const u8* const q_span = q + row0 * H * D;
+      for (uint32_t off = 16 * tid; off < QROWS * H * D; off += 16 * PT_CONSUMERS) {
+        const bool ok = off < NN * H * D;
+        cp_async16_zfill(q0 + swizzled<D>(off), q_span + (ok ? off : 0), ok ? 16u : 0u);
       }
       for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
         const int src = WLAYOUT ? pt_weight_column<H>(c) : c;

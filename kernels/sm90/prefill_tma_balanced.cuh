@@ -295,14 +295,15 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
       const int m0x = rbx * BM, nrowsx = min(BM, M - m0x);
       const uint32_t qd = q_base + (uint32_t)(bx * NC * Q_BYTES);
       // rolled: cp.async holds no data registers, so one loop trip per copy costs only issue slots, and the
-      // consumer's 112 registers have no room for eight unrolled addresses (spills at H >= 64)
+      // consumer's 112 registers have no room for eight unrolled addresses (spills at H >= 64). The consumer's Q rows
+      // are one contiguous NQ x D span of q: copy i moves its bytes [16 i, 16 i + 16) to the same offset, swizzled,
+      // on unsigned offsets (as tmas's staging, session 10).
+      const u8* const q_span = q + (i64)(m0x + r0) * H * D;
+      const uint32_t valid_bytes = (uint32_t)max(nrowsx - r0, 0) * H * D;  // rows past M: zeros
 #pragma unroll 1
-      for (int idx = ctid; idx < NQ * (D / 16); idx += 128) {
-        const int n = idx / (D / 16), j = idx % (D / 16);
-        const int r = r0 + n / H;
-        const bool ok = r < nrowsx;  // rows past M: zeros (src_bytes 0; the address stays a valid row)
-        cp_async16_zfill(qd + swizzled<D>(n * D + 16 * j), q + ((i64)(m0x + (ok ? r : 0)) * H + (n % H)) * D + 16 * j,
-                         ok ? 16u : 0u);
+      for (uint32_t off = 16 * ctid; off < NQ * D; off += 16 * 128) {
+        const bool ok = off < valid_bytes;  // else src_bytes 0 from row m0x, a valid one
+        cp_async16_zfill(qd + swizzled<D>(off), ok ? q_span + off : q + (i64)m0x * H * D, ok ? 16u : 0u);
       }
       {
         const int n = ctid;  // tmas's LDS.128 weight layout, as the V1/V2 staging below
