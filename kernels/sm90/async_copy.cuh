@@ -76,6 +76,29 @@ __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, 
 __device__ __forceinline__ void cp_async4_zfill(uint32_t dst, const void* src, uint32_t src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+// DESIGN: Q staging of the swizzled prefill designs ("tmas", "tmasb4"; session 10; the decode "tma" kernel spells the
+// same loop inline, where this helper changed ptxas's code for two kernels). A block's (or a consumer's)
+// Q rows are one contiguous span of q, stored in the same byte order, swizzled: copy i moves bytes [16 i, 16 i + 16)
+// to offset 16 i of the layout, on unsigned offsets, copies first, first + stride, ... Bytes from valid_bytes on are
+// zeros (src_bytes 0, read from `fallback`, a valid address: rows past M or past next_n). ROLLED keeps the loop rolled
+// (cp.async holds no data registers, so a trip costs only issue slots, where registers are scarce).
+template <int D, bool ROLLED = false>
+__device__ __forceinline__ void cp_async_span_swizzled(uint32_t dst, const uint8_t* span, uint32_t total_bytes,
+                                                       uint32_t valid_bytes, const uint8_t* fallback, uint32_t first,
+                                                       uint32_t stride) {
+  if constexpr (ROLLED) {
+#pragma unroll 1
+    for (uint32_t off = 16 * first; off < total_bytes; off += 16 * stride) {
+      const bool ok = off < valid_bytes;
+      cp_async16_zfill(dst + swizzled<D>(off), ok ? span + off : fallback, ok ? 16u : 0u);
+    }
+  } else {
+    for (uint32_t off = 16 * first; off < total_bytes; off += 16 * stride) {
+      const bool ok = off < valid_bytes;
+      cp_async16_zfill(dst + swizzled<D>(off), ok ? span + off : fallback, ok ? 16u : 0u);
+    }
+  }
+}
 __device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait_groups() {  // at most N of this thread's groups still in flight

@@ -304,20 +304,16 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   // just before the ring's barrier. A rolled LDG -> STS loop waited one memory latency per trip: ncu put 13% of the
   // stall samples of 4096^2 multi_req H = 32 on its stores (docs/PERFORMANCE.md v13). Consumer c's Q = rows
   // [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order: the block's Q is the
-  // NC * Q_BYTES contiguous bytes of q from row m0 on, so copy i moves bytes [16 i, 16 i + 16) of it to the same
-  // offset, swizzled; rows past M read as zeros. Unsigned offsets and no per-copy (consumer, column, chunk) split:
-  // the signed index arithmetic of that split was ~300 instructions per warp, in all 20 warps (session 10, ncu of
-  // 4096^2 multi_req H = 32 from session 8; docs/PERFORMANCE.md v16).
+  // NC * Q_BYTES contiguous bytes of q from row m0 on (cp_async_span_swizzled); rows past M read as zeros. The
+  // (consumer, column, chunk) split of each copy's index on signed ints that this replaced was ~300 instructions per
+  // warp, in all 20 warps (docs/PERFORMANCE.md v16).
   const RowBlock rb = row_block_of<BM>(M, flags);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
   const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
   const u8* const q_rows = q + (i64)m0 * H * D;
   const uint32_t valid_cols = (uint32_t)nrows * H;  // columns of rows below M, over all consumers
-  for (uint32_t off = 16 * tid; off < NC * Q_BYTES; off += 16 * THREADS) {
-    const bool ok = off < valid_cols * D;  // else src_bytes 0 (zeros) from a valid address
-    cp_async16_zfill(q0 + swizzled<D>(off), q_rows + (ok ? off : 0), ok ? 16u : 0u);
-  }
+  cp_async_span_swizzled<D>(q0, q_rows, NC * Q_BYTES, valid_cols * D, q_rows, tid, THREADS);
   if constexpr (!WREG) {
     const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
     const float* const w_rows = weights + (i64)m0 * H;  // idx = (c * BMW + row) * H + head, as Q's columns

@@ -294,17 +294,11 @@ __device__ __forceinline__ void fp8_mqa_logits_tmab_body(const u8* __restrict__ 
     auto issue_stage = [&](int rbx, int bx) {
       const int m0x = rbx * BM, nrowsx = min(BM, M - m0x);
       const uint32_t qd = q_base + (uint32_t)(bx * NC * Q_BYTES);
-      // rolled: cp.async holds no data registers, so one loop trip per copy costs only issue slots, and the
-      // consumer's 112 registers have no room for eight unrolled addresses (spills at H >= 64). The consumer's Q rows
-      // are one contiguous NQ x D span of q: copy i moves its bytes [16 i, 16 i + 16) to the same offset, swizzled,
-      // on unsigned offsets (as tmas's staging, session 10).
+      // rolled: the consumer's 112 registers have no room for eight unrolled addresses (spills at H >= 64). The
+      // consumer's Q rows are one contiguous NQ x D span of q.
       const u8* const q_span = q + (i64)(m0x + r0) * H * D;
       const uint32_t valid_bytes = (uint32_t)max(nrowsx - r0, 0) * H * D;  // rows past M: zeros
-#pragma unroll 1
-      for (uint32_t off = 16 * ctid; off < NQ * D; off += 16 * 128) {
-        const bool ok = off < valid_bytes;  // else src_bytes 0 from row m0x, a valid one
-        cp_async16_zfill(qd + swizzled<D>(off), ok ? q_span + off : q + (i64)m0x * H * D, ok ? 16u : 0u);
-      }
+      cp_async_span_swizzled<D, true>(qd, q_span, NQ * D, valid_bytes, q + (i64)m0x * H * D, ctid, 128);
       {
         const int n = ctid;  // tmas's LDS.128 weight layout, as the V1/V2 staging below
         const int r = r0 + n / H;
