@@ -92,6 +92,117 @@ __device__ __forceinline__ RowBlock row_block_of(int M, int flags) {
   return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
 }
 
+// DESIGN: heaviest-first row blocks (session 10, "tmas"). High-m-first order is heaviest-first only for one causal
+// request; for packed requests it is a sawtooth (each request's row blocks heavy to light), and ncu of 4096^2
+// multi_req H 32 had the busiest SM active 1.32x the average against DeepGEMM's 1.22x at the same average
+// (docs/PERFORMANCE.md v16). Here every block ranks all row blocks by the tiles of their windows' union (key
+// min(tiles, 255), ties: the higher row block first, so one causal request keeps the high-m-first order) and takes the
+// one of rank blockIdx.x: a counting sort every block computes identically (bin counts by shared atomics are
+// order-independent; the rank inside a bin comes from ballots in index order), so the grid is still a permutation of
+// the row blocks. Cost: one read of every row's window (L2) and three block barriers at block start.
+constexpr int HEAVY_FIRST_MAX_ROW_BLOCKS = 2048;  // scratch: one key byte and one ballot bit per row block
+template <int BM, int THREADS>
+__device__ __forceinline__ RowBlock row_block_heavy_first(const int* __restrict__ ks, const int* __restrict__ ke,
+                                                          int M, int N, int flags, int tid) {
+  static_assert(WARP % BM == 0 && THREADS % WARP == 0, "row blocks of BM consecutive lanes");
+  constexpr int BINS = 256, MASKS = HEAVY_FIRST_MAX_ROW_BLOCKS / WARP;
+  __shared__ int hist_s[BINS];
+  __shared__ u8 key_s[HEAVY_FIRST_MAX_ROW_BLOCKS];
+  __shared__ uint32_t mask_s[MASKS];
+  const int R = (M + BM - 1) / BM, lane = tid % WARP;
+  for (int b = tid; b < BINS; b += THREADS) hist_s[b] = 0;
+  __syncthreads();
+  // each row block's key: rows of a row block are BM consecutive lanes, reduced by shuffles
+  for (int r0 = 0; r0 < R * BM; r0 += THREADS) {
+    const int row = r0 + tid;
+    int lo = N, hi = 0;
+    if (row < M) {
+      const int s = max(min(ks[row], N), 0), e = max(min(ke[row], N), s);
+      if (e > s) lo = s, hi = e;
+    }
+#pragma unroll
+    for (int o = 1; o < BM; o *= 2) {
+      lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+      hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+    }
+    if (lane % BM == 0 && row < R * BM) {
+      const int key = hi > lo ? min((hi - lo + 63) / 64, BINS - 1) : 0;
+      key_s[row / BM] = (u8)key;
+      atomicAdd(&hist_s[key], 1);
+    }
+  }
+  __syncthreads();
+  // every warp: the bin of rank x (bins from the heaviest down) and x's place j inside it
+  const int x = (int)blockIdx.x;
+  int bin = 0, j = 0;
+  {
+    constexpr int PER_LANE = BINS / WARP;  // lane l holds bins BINS - 1 - (PER_LANE l + i), heaviest first
+    int sum = 0;
+#pragma unroll
+    for (int i = 0; i < PER_LANE; ++i) sum += hist_s[BINS - 1 - (PER_LANE * lane + i)];
+    int before = sum;  // inclusive scan over lanes
+#pragma unroll
+    for (int o = 1; o < WARP; o *= 2) {
+      const int v = __shfl_up_sync(0xffffffffu, before, o);
+      if (lane >= o) before += v;
+    }
+    before -= sum;  // exclusive
+    const unsigned owner = __ballot_sync(0xffffffffu, before <= x && x < before + sum);
+    const int src = __ffs(owner) - 1;
+    int b_here = 0, j_here = 0;
+    if (lane == src) {
+      int acc = before;
+#pragma unroll
+      for (int i = 0; i < PER_LANE; ++i) {
+        const int k = BINS - 1 - (PER_LANE * lane + i), c = hist_s[k];
+        if (acc <= x && x < acc + c) b_here = k, j_here = x - acc;
+        acc += c;
+      }
+    }
+    bin = __shfl_sync(0xffffffffu, b_here, src);
+    j = __shfl_sync(0xffffffffu, j_here, src);
+  }
+  // ballots of "key == bin" over the row blocks from the highest down (position p = row block R - 1 - p)
+  for (int p0 = 0; p0 < R; p0 += THREADS) {
+    const int p = p0 + tid;
+    const unsigned m = __ballot_sync(0xffffffffu, p < R && key_s[R - 1 - min(p, R - 1)] == bin);
+    if (lane == 0 && p < R) mask_s[p / WARP] = m;
+  }
+  __syncthreads();
+  // every warp: the j-th set bit over the masks, in order
+  int pos = 0;
+  {
+    const int nmask = (R + WARP - 1) / WARP;
+    int seen = 0;
+    for (int m0 = 0; m0 < nmask; m0 += WARP) {
+      const unsigned m = m0 + lane < nmask ? mask_s[m0 + lane] : 0u;
+      const int c = __popc(m);
+      int incl = c;
+#pragma unroll
+      for (int o = 1; o < WARP; o *= 2) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+      }
+      const int excl = seen + incl - c;
+      const unsigned hit = __ballot_sync(0xffffffffu, excl <= j && j < excl + c);
+      if (hit) {
+        const int src = __ffs(hit) - 1;
+        int bitpos = 0;
+        if (lane == src) {
+          unsigned mm = m;
+          for (int k = j - excl; k > 0; --k) mm &= mm - 1;  // drop the lower set bits
+          bitpos = (m0 + lane) * WARP + __ffs(mm) - 1;
+        }
+        pos = __shfl_sync(0xffffffffu, bitpos, src);
+        break;
+      }
+      seen = __shfl_sync(0xffffffffu, incl, WARP - 1) + seen;
+    }
+  }
+  const int m0 = (R - 1 - pos) * BM;
+  return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
+}
+
 // The windows of row block rb's rows, clamped to [0, N) (empty when ke <= ks), staged once in win_s for every warp
 // (threads tid < BM write it; the caller's barrier publishes it).
 template <int BM>
