@@ -41,11 +41,6 @@
 #include "wgmma.cuh"
 #include "prefill_ws.cuh"  // mbarrier / setmaxnreg / named-barrier helpers and the CTA-pool register rule
 
-// TMA_HEAVY_FIRST (session 10): high-m-first launches with one split take their row blocks heaviest first
-// (row_block_heavy_first, common.cuh); 0 = the plain high-m-first order.
-#ifndef TMA_HEAVY_FIRST
-#define TMA_HEAVY_FIRST 1
-#endif
 constexpr int TMA_NC = 4;          // consumer warpgroups
 constexpr int TMA_STAGES = 8;      // K tiles in flight (8 KB each at D = 128); mirrored in bench/race_sm90.py
 constexpr int TMA_TILE = 64;       // tokens per tile = the wgmma M of one consumer
@@ -312,11 +307,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   // NC * Q_BYTES contiguous bytes of q from row m0 on (cp_async_span_swizzled); rows past M read as zeros. The
   // (consumer, column, chunk) split of each copy's index on signed ints that this replaced was ~300 instructions per
   // warp, in all 20 warps (docs/PERFORMANCE.md v16).
-  const int row_blocks = (M + BM - 1) / BM;
-  const bool heavy_first = TMA_HEAVY_FIRST && (flags & FLAG_REVERSE_ROWS) && split_n == 1 &&
-                           row_blocks <= HEAVY_FIRST_MAX_ROW_BLOCKS && (int)gridDim.x == row_blocks;
-  const RowBlock rb = heavy_first ? row_block_heavy_first<BM, THREADS>(cu_seqlen_ks, cu_seqlen_ke, M, N, flags, tid)
-                                  : row_block_of<BM>(M, flags);
+  const RowBlock rb = row_block_of<BM>(M, flags);
   const int split = rb.split, m0 = rb.m0, nrows = rb.nrows;
   const bool clean = rb.clean;
   const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
