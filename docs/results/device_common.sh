@@ -26,22 +26,20 @@ smoke_step() {
     python3 bench/paged_profile.py --impl tma --batch 8 --context 4096 --next-n 2 --heads 64'
   grep -q '^rc=0' "$OUT/smoke.log" || { echo "smoke failed"; pack; exit 1; }
 }
-# `race_ab OLD OLD_DIR NEW NEW_DIR ROUNDS IMPLS`: bench/race_sm90.py --impls IMPLS with each kernel directory as
-# RAWINDEXER_RACE_BUILD, old then new, ROUNDS times (DeepGEMM in every run), the new build graded in round 1; logs in
-# $OUT/race_OLD<i>, $OUT/race_NEW<i>.
 # `race_run NAME DIR IMPLS [GRADE ARGS]`: one bench/race_sm90.py --impls IMPLS run with DIR as RAWINDEXER_RACE_BUILD,
-# DeepGEMM in it, log in $OUT/race_NAME (session 9's scripts; GRADE ARGS: --no-grade or --grade DESIGNS).
+# DeepGEMM in it, log in $OUT/race_NAME (GRADE ARGS: --no-grade or --grade DESIGNS), under RACE_LIMIT s (default 110).
 race_run() {
   local name=$1 dir=$2 impls=$3; shift 3
   mkdir -p "$OUT/race_$name"
-  TAIL=3 RAWINDEXER_RACE_BUILD=$dir run_step "race_$name" 110 python3 bench/race_sm90.py --impls "$impls" "$@" --reps 5 --out "$OUT/race_$name"
+  TAIL=3 RAWINDEXER_RACE_BUILD=$dir run_step "race_$name" "${RACE_LIMIT:-110}" python3 bench/race_sm90.py --impls "$impls" "$@" --reps 5 --out "$OUT/race_$name"
 }
+# `race_ab OLD OLD_DIR NEW NEW_DIR ROUNDS IMPLS`: race_run with each kernel directory, old then new, ROUNDS times, the
+# new build graded in round 1; logs in $OUT/race_OLD<i>, $OUT/race_NEW<i>.
 race_ab() {
   local old=$1 old_dir=$2 new=$3 new_dir=$4 rounds=$5 impls=$6 i g
   for i in $(seq 1 "$rounds"); do
-    mkdir -p "$OUT/race_$old$i" "$OUT/race_$new$i"
-    TAIL=3 RAWINDEXER_RACE_BUILD=$old_dir run_step "race_$old$i" 80 python3 bench/race_sm90.py --impls "$impls" --no-grade --reps 5 --out "$OUT/race_$old$i"
+    RACE_LIMIT=80 race_run "$old$i" "$old_dir" "$impls" --no-grade
     g=--no-grade; [ "$i" = 1 ] && g="--grade $impls"
-    TAIL=3 RAWINDEXER_RACE_BUILD=$new_dir run_step "race_$new$i" 110 python3 bench/race_sm90.py --impls "$impls" $g --reps 5 --out "$OUT/race_$new$i"
+    race_run "$new$i" "$new_dir" "$impls" $g
   done
 }

@@ -8,7 +8,7 @@
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session10_heavy; rm -rf "$OUT"
-source docs/results/device_common.sh   # step, run_step, pack, smoke_step, race_ab
+source docs/results/device_common.sh   # step, run_step, pack, smoke_step, race_run, race_ab
 PACK=$RES/session10_heavy.tgz
 DEADLINE=${DEADLINE:-330}
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
@@ -19,9 +19,8 @@ run_step sweep 40 python3 tests/gpu/test_cuda_gpu.py --quick --designs tmas
 run_step pytest_gpu 40 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_cuda_gpu.py -k "nan_contract"
 run_step racecheck_tmas 90 $RACE python3 tests/gpu/test_cuda_gpu.py --racecheck-subset --racecheck-heads 64,32 --designs tmas
 TAIL=16 run_step bench 60 python3 -m rawindexer.bench --reps 10 --out "$OUT/bench"
-mkdir -p "$OUT/race_s102" "$OUT/race_hf2"
-TAIL=3 RAWINDEXER_RACE_BUILD=$PWD/.v/s10d run_step race_s102 40 python3 bench/race_sm90.py --impls tmas --no-grade --reps 5 --out "$OUT/race_s102"
-TAIL=3 RAWINDEXER_RACE_BUILD=$PWD/.v/s10h run_step race_hf2 40 python3 bench/race_sm90.py --impls tmas --no-grade --reps 5 --out "$OUT/race_hf2"
+RACE_LIMIT=40 race_run s102 "$PWD/.v/s10d" tmas --no-grade
+RACE_LIMIT=40 race_run hf2 "$PWD/.v/s10h" tmas --no-grade
 run_step memcheck 40 "$SAN" --tool memcheck --error-exitcode 9 python3 tests/gpu/test_cuda_gpu.py --sanitizer-subset --designs tmas
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
 pack; ls -la "$RES"

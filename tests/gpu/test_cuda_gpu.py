@@ -119,9 +119,8 @@ def logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps: float = LOGIT_EPS)
 
 
 def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: int = 0,
-             repeat_check: bool = False, design: str = "api", split_n: int = 0) -> list[tuple[bool, str]]:
-    """Both clean_logits settings of one (shape, heads, dim, mode); returns [(ok, message)] per setting.
-    ``split_n``: a design's SplitN forced through its plan (0: the heuristic's)."""
+             repeat_check: bool = False, design: str = "api") -> list[tuple[bool, str]]:
+    """Both clean_logits settings of one (shape, heads, dim, mode); returns [(ok, message)] per setting."""
     import torch
 
     import rawindexer
@@ -137,7 +136,7 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
         if design == "api":
             rawindexer.fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits=clean, out=out)
         else:
-            launch_direct(design, q, k, kv_scale, weights, ks, ke, out, clean, split_n)
+            launch_direct(design, q, k, kv_scale, weights, ks, ke, out, clean)
         torch.cuda.synchronize()
         ok, msg = grade_gpu(out, ref, ks, ke, clean)
         gate_ok, _, gate_msg = logit_gate_gpu(out, q, k, kv_scale, weights, ks, ke, eps=sm90_logit_eps(design))
@@ -149,7 +148,7 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
             if design == "api":
                 rawindexer.fp8_mqa_logits(q, k, kv_scale, weights, ks, ke, clean_logits=clean, out=again)
             else:
-                launch_direct(design, q, k, kv_scale, weights, ks, ke, again, clean, split_n)
+                launch_direct(design, q, k, kv_scale, weights, ks, ke, again, clean)
             torch.cuda.synchronize()
             same = torch.equal(torch.nan_to_num(again, nan=1.0), torch.nan_to_num(out.contiguous(), nan=1.0))
             if not same:
@@ -161,9 +160,8 @@ def run_case(M: int, N: int, H: int, D: int, mode: str, seed: int, stride_pad: i
 _direct: dict = {}
 
 
-def launch_direct(design: str, q, k, kv_scale, weights, ks, ke, out, clean: bool, split_n: int = 0) -> None:
-    """Launch one design ("wg" or "mma") without the public API: CudaBackend + Sm90Family (``split_n`` > 0 forces
-    the plan's SplitN)."""
+def launch_direct(design: str, q, k, kv_scale, weights, ks, ke, out, clean: bool) -> None:
+    """Launch one design ("wg" or "mma") without the public API: CudaBackend + Sm90Family."""
     import torch
 
     from rawindexer.backends.cuda import CudaBackend
@@ -178,7 +176,7 @@ def launch_direct(design: str, q, k, kv_scale, weights, ks, ke, out, clean: bool
     family, module = _direct[design]
     M, H, D = q.shape
     N = k.shape[0]
-    plan = family.plan(Problem(M, N, H, D, out.stride(0), clean), Tunables(split_n=split_n or None),
+    plan = family.plan(Problem(M, N, H, D, out.stride(0), clean), Tunables(),
                        Pointers(q.data_ptr(), k.data_ptr(), kv_scale.data_ptr(), weights.data_ptr(),
                                 ks.data_ptr(), ke.data_ptr(), out.data_ptr()), backend.compute_units())
     backend.launch(backend.get_function(module, plan.symbol), plan.grid, plan.block, plan.kernargs,
