@@ -42,6 +42,7 @@
 #include "sm90/prefill_ws.cuh"
 #include "sm90/prefill_tma.cuh"  // "tma" / "tmas" (experiment, v8): K through a TMA tensor map argument
 #include "sm90/prefill_tma_balanced.cuh"  // "tmasb2" (v10, auto where faster) / "tmasb": tmas on a device-computed balanced schedule
+#include "sm90/prefill_tma_qshared.cuh"   // "tmaq" (v17): tmas's consumers on one shared row block, persistent grid
 
 // Kernel symbols (build.py passes the registry's list as INSTANCES(X) = X(H, D, BM, DESIGN) ...):
 //   fp8_mqa_logits_sm90_h{H}_d{D}_bm{BM}_wg    wgmma design, f32 FMNMX+FFMA head reduce on the CUDA cores

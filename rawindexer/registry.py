@@ -162,8 +162,10 @@ SM90 = "sm_90a"
 def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | None = None, ss_stages: bool = False,
           experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None,
           k_tensor_map: bool = False, balanced: bool = False, q_prefetch: bool = False,
-          paired_rows: bool = False) -> Design:
+          paired_rows: bool = False, q_shared: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
+    if q_shared:  # persistent: one block per SM, its consumers share one row block's Q and deal its tiles (v17)
+        params["q_shared"] = True
     if paired_rows:  # grid = ceil(row blocks / 2), 8 warps: block x computes row blocks R - 1 - x and x (session 9)
         params["paired_rows"] = True
     if k_tensor_map:  # the kernel takes a CUtensorMap of K after the common arguments (build.py, v8)
@@ -225,6 +227,10 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "tmasb2's loop length at H = 64, where tmasb3's buffer-dependent descriptors cost 4%) (v12): auto's choice "
           "where the host sees the balanced schedule win", consumers=4, k_tensor_map=True, balanced=True,
           q_prefetch=True, logit_eps=2e-3, default_rank=2),
+    _sm90("tmaq", "tmas's consumer loop with the four consumers sharing one row block of 128 / H rows and dealing its "
+          "K tiles round-robin, on a persistent grid (row blocks b, 2G - 1 - b, ... per block) whose loader warps "
+          "stage the next row block's Q while the current one runs (v17)", consumers=4, k_tensor_map=True,
+          q_shared=True, experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared

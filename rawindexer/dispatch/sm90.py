@@ -355,6 +355,8 @@ class Sm90Family(KernelFamily):
         cus = max(1, compute_units)
         if registry.SM90_DESIGNS[self.design].params.get("balanced"):
             return self._plan_balanced(p, t, pointers, cus, symbol, block_m, consumers, warps)
+        if registry.SM90_DESIGNS[self.design].params.get("q_shared"):
+            return self._plan_q_shared(p, t, pointers, cus, symbol, block_m, warps)
         if t.split_n:
             if not 1 <= t.split_n <= MAX_GRID_Y:
                 raise ValueError(f"split_n must be in 1..{MAX_GRID_Y}, got {t.split_n}")
@@ -373,6 +375,21 @@ class Sm90Family(KernelFamily):
         if registry.SM90_DESIGNS[self.design].params.get("k_tensor_map"):
             shared_mem = sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
         return self._launch_plan(symbol, p, t, pointers, block_m, row_blocks, split_n, warps, shared_mem)
+
+    def _plan_q_shared(self, p: Problem, t: Tunables, pointers: Pointers, cus: int, symbol: str, block_m: int,
+                       warps: int) -> LaunchPlan:
+        """Launch plan of "tmaq" (docs/PERFORMANCE.md v17): a persistent grid of min(SMs, row blocks) blocks, row
+        blocks of block_m = 128 / heads rows, no SplitN (a block's consumers deal each row block's tiles between
+        them); dynamic smem = two Q / weights / windows buffers + the K ring + mbarriers."""
+        if t.split_n not in (0, None, 1):
+            raise ValueError(f"split_n must be 1 for design {self.design!r} (its consumers split each row block's "
+                             f"keys), got {t.split_n}")
+        row_blocks = max(1, ceil(p.M / block_m))
+        blocks = min(cus, row_blocks)
+        plan = self._launch_plan(symbol, p, t, pointers, block_m, blocks, 1, warps,
+                                 sm90_tensor_map.q_shared_mem(block_m, p.heads, p.head_dim))
+        plan.config["persistent_blocks"] = blocks
+        return plan
 
     def _plan_balanced(self, p: Problem, t: Tunables, pointers: Pointers, cus: int, symbol: str, block_m: int,
                        consumers: int, warps: int) -> LaunchPlan:

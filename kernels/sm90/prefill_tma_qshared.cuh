@@ -1,0 +1,238 @@
+// ===================================================================================================
+// "tmaq": "tmas"'s consumer loop with the four consumers on ONE row block's Q, dealing its K tiles between them, on a
+// persistent grid whose next row block's Q is staged while the current one runs (issue 14, docs/PERFORMANCE.md v17).
+//
+// Why: "tmas" gives each of its four consumers its own rows (BM = 4 * 128 / H rows per block) and all four read
+// every K tile of the block's span, so a block's time is its span: at 1024^2 causal H 64 the last of 128 blocks walks
+// 16 tiles while the first walks 1, one block per SM (0.78x DeepGEMM). "wgpr" balances the chains but stages Q at
+// every block start with nothing to hide it (ncu, session 9: 7.8% of the stall samples) and keeps one wgmma -> reduce
+// chain per warpgroup. DeepGEMM's structure is the other decomposition: the warpgroups of an SM share one row block
+// of 128 / H rows and split its keys, and the SM walks row blocks b, b + SMs, ... with the next one's Q fetched
+// during the current one. Its K is read once per row block, four times what "tmas" reads, so this is a small-problem
+// design: "auto" takes it only where the H200 measured it faster (dispatch/sm90.py).
+//
+// DESIGN: Q-shared row blocks. BQ = 128 / H rows (wgmma N = 128 = BQ * H, as every tmas consumer), one copy of their
+// Q, weights and windows in shared memory, read by all four consumers.
+// DESIGN: tiles dealt round-robin. Tile j of a row block's span (64 tokens from the union's start) is ring position
+// g0 + j, g0 = the tiles the block streamed before it; consumer c takes j = c, c + 4, ... (tma_consumer_tiles with
+// STEP = 4): each ring stage is read by one consumer, so its empty barrier counts that consumer's four warps.
+// DESIGN: snake order. Block b of G takes row blocks i G + b (i even) and i G + G - 1 - b (i odd): a causal row
+// block's work grows with its index, and the pairs (b, 2G - 1 - b) sum to the same.
+// DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1's Q (cp.async
+// into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer (i + 1) & 1 while the
+// consumers run row block i; they wait on the buffer's "Q empty" barrier (16 consumer warps + the producer lane,
+// which reads the windows for the span) and signal "Q full" after cp.async.wait_all + fence.proxy.async.
+// Warp 0 lane 0 streams the K tiles of row block after row block through one TMA_STAGES-deep ring; warp 3 runs the
+// fused -inf fill outside each row block's span (clean_logits). Register split as "tmas" (setmaxnreg 32 / 112).
+// ===================================================================================================
+#pragma once
+#include "prefill_tma_balanced.cuh"  // piece_row_windows, TmabBuf; prefill_tma.cuh's consumer loop
+
+constexpr int TMAQ_QBUF = 2;        // Q / weights / windows buffers
+constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the producer warpgroup stage Q
+
+// The i-th row block of block b of G (snake order); >= the row block count once the block is done.
+__device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
+
+// The union [lo, hi) of rows [m0, m0 + nrows)'s windows, clipped to [0, N), read from global memory (the fill warp;
+// the same bounds union_window gives on the staged windows).
+template <int BQ>
+__device__ __forceinline__ int2 tmaq_global_span(const int* __restrict__ ks, const int* __restrict__ ke, int m0,
+                                                 int nrows, int N) {
+  int lo = N, hi = 0;
+#pragma unroll
+  for (int r = 0; r < BQ; ++r) {
+    if (r < nrows) {
+      const int s = max(min(ks[m0 + r], N), 0);
+      const int e = max(min(ke[m0 + r], N), s);
+      if (e > s) {
+        lo = min(lo, s);
+        hi = max(hi, e);
+      }
+    }
+  }
+  if (hi <= lo) lo = hi = 0;
+  return make_int2(lo, hi);
+}
+
+template <int H, int D, bool WKEEP>
+__device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
+                                                         const float* __restrict__ weights,
+                                                         const int* __restrict__ cu_seqlen_ks,
+                                                         const int* __restrict__ cu_seqlen_ke, float* __restrict__ out,
+                                                         i64 out_row_stride, int M, int N, int flags,
+                                                         const TmaMap& k_map) {
+  constexpr int NC = TMA_NC;
+  constexpr int BQ = 128 / H;   // rows of a row block
+  constexpr int NQ = BQ * H;    // wgmma N of every consumer
+  constexpr int BM = NC * BQ;   // tma_consumer_tiles's block rows (its rows per consumer, BM / NC, are BQ)
+  constexpr int THREADS = ws_threads<NC>();
+  static_assert(NQ == 128, "tmaq: BQ * H = 128 (H in {32, 64, 128})");
+  static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
+                "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
+  constexpr int V = 2 * BQ, VPL = V >= 4 ? V / 4 : 1;
+  constexpr uint32_t STAGE_BYTES = TMA_TILE * D, Q_BYTES = NQ * D;
+  constexpr int LOADERS = TMAQ_LOADER_WARPS * WARP;
+
+  extern __shared__ u8 dyn_raw[];
+  const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(dyn_raw);
+  u8* const dyn_s = dyn_raw + ((TMA_SMEM_ALIGN - (raw0 % TMA_SMEM_ALIGN)) % TMA_SMEM_ALIGN);
+  u8* const q_all = dyn_s;                                                   // [QBUF][Q_BYTES], swizzled
+  u8* const ring_s = q_all + TMAQ_QBUF * Q_BYTES;                            // [TMA_STAGES][STAGE_BYTES], swizzled
+  float* const w_all = reinterpret_cast<float*>(ring_s + TMA_STAGES * STAGE_BYTES);  // [QBUF][NQ], LDS.128 layout
+  int2* const win_all = reinterpret_cast<int2*>(w_all + TMAQ_QBUF * NQ);     // [QBUF][BQ], clipped
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_all + TMAQ_QBUF * BQ);  // full, empty [STAGES]; q_full, q_empty [QBUF]
+  static_assert((TMAQ_QBUF * (NQ * 4 + BQ * 8)) % 8 == 0, "mbarriers 8-byte aligned");
+
+  const int tid = threadIdx.x;
+  const int lane = tid & (WARP - 1);
+  const int warp = tid / WARP;
+  const int wgi = __shfl_sync(0xffffffffu, warp / 4, 0), wq = warp % 4;
+  const int gid = lane >> 2, tig = lane & 3;
+  const bool clean = flags & FLAG_CLEAN_LOGITS;
+  const int G = gridDim.x, b = blockIdx.x;
+  const int R = (M + BQ - 1) / BQ;
+
+  const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
+  const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
+  const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars);
+  const uint32_t empty0 = full0 + 8 * TMA_STAGES;
+  const uint32_t q_full0 = empty0 + 8 * TMA_STAGES;
+  const uint32_t q_empty0 = q_full0 + 8 * TMAQ_QBUF;
+  const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
+  if (tid == 0) {
+    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
+#pragma unroll
+    for (int s = 0; s < TMAQ_QBUF; ++s) {
+      mbar_init(q_full0 + 8 * s, LOADERS);
+      mbar_init(q_empty0 + 8 * s, 4 * NC + 1);
+    }
+  }
+  // full: the producer's arrive.expect_tx; empty: the four warps of the one consumer that reads the stage
+  init_ring_barriers<TMA_STAGES>(full0, empty0, 1, 4, tid);
+
+  if (wgi == 0) {
+    setmaxnreg_dec<ws_producer_regs<NC>()>();
+    if (warp == 0) {
+      if (lane == 0) {
+        int g = 0;  // ring position of the next tile
+#pragma unroll 1
+        for (int i = 0;; ++i) {
+          const int rb = tmaq_row_block(i, b, G);
+          if (rb >= R) break;
+          const int buf = i & 1;
+          mbar_wait(q_full0 + 8 * buf, (i >> 1) & 1);
+          const int2 span = union_window<BQ>(win_all + buf * BQ, N);
+          mbar_arrive(q_empty0 + 8 * buf);  // done with the windows
+          const int n_t = (span.y - span.x + TMA_TILE - 1) / TMA_TILE;
+#pragma unroll 1
+          for (int j = 0; j < n_t; ++j, ++g) {
+            const int stage = g % TMA_STAGES;
+            if (g >= TMA_STAGES) mbar_wait(empty0 + 8 * stage, ((g / TMA_STAGES) & 1) ^ 1);
+            mbar_arrive_expect_tx(full0 + 8 * stage, STAGE_BYTES);  // the whole box counts, zero-filled rows too
+            tma_load_tile(ring0 + stage * STAGE_BYTES, &k_map, span.x + j * TMA_TILE, full0 + 8 * stage);
+          }
+        }
+      }
+    } else if (warp <= TMAQ_LOADER_WARPS) {
+      const int lt = tid - WARP;  // 0 .. LOADERS - 1
+#pragma unroll 1
+      for (int i = 0;; ++i) {
+        const int rb = tmaq_row_block(i, b, G);
+        if (rb >= R) break;
+        const int buf = i & 1;
+        if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);  // the consumers left use i - 2
+        const int m0 = rb * BQ, nrows = min(BQ, M - m0);
+        const u8* const q_rows = q + (i64)m0 * H * D;
+        cp_async_span_swizzled<D, true>(q0 + buf * Q_BYTES, q_rows, Q_BYTES, (uint32_t)nrows * H * D, q_rows, lt,
+                                        LOADERS);
+        const float* const w_rows = weights + (i64)m0 * H;
+#pragma unroll 1
+        for (uint32_t n = lt; n < NQ; n += LOADERS) {  // tmas's LDS.128 layout: column groups j, j + 1 per float4
+          const bool ok = n < (uint32_t)nrows * H;
+          const uint32_t j = n / 8, slot = 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
+          cp_async4_zfill(w0 + 4 * (buf * NQ + slot), w_rows + (ok ? n : 0), ok ? 4u : 0u);
+        }
+        cp_async_commit_group();
+        if (lt < BQ) {
+          int s = 0, e = 0;
+          if (lt < nrows) {
+            s = max(min(cu_seqlen_ks[m0 + lt], N), 0);
+            e = max(min(cu_seqlen_ke[m0 + lt], N), s);
+          }
+          win_all[buf * BQ + lt] = make_int2(s, e);
+        }
+        cp_async_wait_groups<0>();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
+        mbar_arrive(q_full0 + 8 * buf);
+      }
+    } else if (clean) {
+      // DESIGN: fused -inf fill outside each row block's span, by the last warp (disjoint from the tiles' stores)
+      const bool vec4 = flags & FLAG_VEC4_FILL;
+#pragma unroll 1
+      for (int i = 0;; ++i) {
+        const int rb = tmaq_row_block(i, b, G);
+        if (rb >= R) break;
+        const int m0 = rb * BQ, nrows = min(BQ, M - m0);
+        const int2 span = tmaq_global_span<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, nrows, N);
+        float* dst_row = out + (i64)m0 * out_row_stride;
+#pragma unroll 1
+        for (int r = 0; r < nrows; ++r, dst_row += out_row_stride) {
+          tma_fill_neg_inf(dst_row, 0, span.x, vec4, lane, WARP);
+          tma_fill_neg_inf(dst_row, span.y, N, vec4, lane, WARP);
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<ws_consumer_regs<NC>()>();
+    const int c = wgi - 1;  // this consumer takes tiles c, c + NC, ... of every row block
+    const uint64_t k_desc0 = swizzled_desc<D>(ring0);
+    const int v0 = V >= 4 ? VPL * tig : (tig >> 1);
+    const int r_lane = v0 >> 1;
+    const bool lane_stores = V >= 4 || (tig & 1) == 0;
+    constexpr int WRP = WKEEP ? tma_kept_weight_pairs<H>() : 0;
+    int g = 0;  // ring position of the row block's first tile (every consumer counts all tiles)
+#pragma unroll 1
+    for (int i = 0;; ++i) {
+      const int rb = tmaq_row_block(i, b, G);
+      if (rb >= R) break;
+      const int buf = i & 1;
+      const int m0 = rb * BQ, nrows = min(BQ, M - m0);
+      mbar_wait(q_full0 + 8 * buf, (i >> 1) & 1);
+      // the buffer's body compiled per buffer (tmasb4's reason: a runtime buffer index costs SASS in the tile loop)
+      auto run_row_block = [&](auto bsel) {
+        constexpr int BI = decltype(bsel)::value;
+        const int2* const win_c = win_all + BI * BQ;
+        const int2 span = union_window<BQ>(win_c, N);
+        const int lo = __shfl_sync(0xffffffffu, span.x, 0), hi = __shfl_sync(0xffffffffu, span.y, 0);
+        const int n_t = (hi - lo + TMA_TILE - 1) / TMA_TILE;
+        if (c < n_t) {
+          const int first = g + c;
+          int stage = first % TMA_STAGES;
+          uint32_t phase = (first / TMA_STAGES) & 1;
+          tma_consumer_tiles<H, D, BM, WRP, NC>(c, n_t, lo, hi, piece_row_windows<BQ, false>(win_c, 0, nrows, N), out,
+                                                out_row_stride, m0, 0, r_lane, win_c, r_lane < nrows, clean, kv_scale,
+                                                w_all + BI * NQ, swizzled_desc<D>(q0 + BI * Q_BYTES), k_desc0, full0,
+                                                empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
+        }
+        g += n_t;
+      };
+      if (buf) run_row_block(TmabBuf<1>{});
+      else run_row_block(TmabBuf<0>{});
+      __syncwarp();
+      if (lane == 0) mbar_arrive(q_empty0 + 8 * buf);  // this warp's wgmmas and epilogue are done with the buffer
+    }
+  }
+}
+
+// fp8_mqa_logits_sm90_h{H}_d{D}_bm{BQ}_tmaq: tmas's argument list (split_n unused: the grid is the block count).
+#define INSTANTIATE_tmaq(H, D, BM)                                                                                    \
+  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmaq(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {           \
+    static_assert(BM == 128 / H, "tmaq: BLOCK_M = 128 / H rows per row block");                                       \
+    (void)k;                                                                                                          \
+    (void)num_warps;                                                                                                  \
+    (void)split_n;                                                                                                    \
+    fp8_mqa_logits_tmaq_body<H, D, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, N, \
+                                         flags, k_map);                                                              \
+  }
