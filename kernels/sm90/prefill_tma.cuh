@@ -192,8 +192,8 @@ struct TmaRowWindows {
 // win[r0 + r_lane], read on edge tiles only), results v0 .. v0 + VPL - 1 of the quad reduction when `lane_stores`,
 // at tokens lo + 64 t + 16 wq + gid (+ 8). w_s: the consumer's NQ weights in the LDS.128 layout (WRP of this lane's
 // float4s stay in registers for the whole call); q_desc / k_desc0: the base descriptors of its Q and of the ring.
-// STEP: the consumer runs tiles tile_begin, tile_begin + STEP, ... ("tmaq": the four consumers deal one row block's
-// tiles between them, each tile in the ring stage after the previous one's; 1 elsewhere).
+// STEP: the consumer runs tiles tile_begin, tile_begin + STEP, ..., each STEP ring stages after its previous one
+// ("tmaq": the four consumers deal one row block's tiles between them; 1 elsewhere).
 template <int H, int D, int BM, int WRP, int STEP = 1>
 __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end, int lo, int hi,
                                                    const TmaRowWindows& wb, float* __restrict__ out,

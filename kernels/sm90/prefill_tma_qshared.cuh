@@ -13,9 +13,11 @@
 //
 // DESIGN: Q-shared row blocks. BQ = 128 / H rows (wgmma N = 128 = BQ * H, as every tmas consumer), one copy of their
 // Q, weights and windows in shared memory, read by all four consumers.
-// DESIGN: tiles dealt round-robin. Tile j of a row block's span (64 tokens from the union's start) is ring position
-// g0 + j, g0 = the tiles the block streamed before it; consumer c takes j = c, c + 4, ... (tma_consumer_tiles with
-// STEP = 4): each ring stage is read by one consumer, so its empty barrier counts that consumer's four warps.
+// DESIGN: tiles dealt by ring position. Tile j of a row block's span (64 tokens from the union's start) is ring
+// position p = g0 + j, g0 = the tiles the block streamed before it, and consumer p % 4 reads it (tma_consumer_tiles
+// with STEP = 4): consumer c owns ring stages c and c + 4, so a stage's empty barrier counts that consumer's four
+// warps, and over a block's row blocks the consumers' tile counts differ by one at most (dealing from tile 0 of every
+// row block would give consumer 0 the odd tiles of every row block).
 // DESIGN: snake order. Block b of G takes row blocks i G + b (i even) and i G + G - 1 - b (i odd): a causal row
 // block's work grows with its index, and the pairs (b, 2G - 1 - b) sum to the same.
 // DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1's Q (cp.async
@@ -68,6 +70,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   constexpr int BM = NC * BQ;   // tma_consumer_tiles's block rows (its rows per consumer, BM / NC, are BQ)
   constexpr int THREADS = ws_threads<NC>();
   static_assert(NQ == 128, "tmaq: BQ * H = 128 (H in {32, 64, 128})");
+  static_assert(TMA_STAGES % NC == 0, "tmaq: each consumer owns the ring stages c, c + NC, ...");
   static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
                 "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
   constexpr int V = 2 * BQ, VPL = V >= 4 ? V / 4 : 1;
@@ -206,11 +209,12 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         const int2 span = union_window<BQ>(win_c, N);
         const int lo = __shfl_sync(0xffffffffu, span.x, 0), hi = __shfl_sync(0xffffffffu, span.y, 0);
         const int n_t = (hi - lo + TMA_TILE - 1) / TMA_TILE;
-        if (c < n_t) {
-          const int first = g + c;
-          int stage = first % TMA_STAGES;
+        const int j0 = (c - g) & (NC - 1);  // the row block's first tile at a ring position of this consumer's
+        if (j0 < n_t) {
+          const uint32_t first = (uint32_t)(g + j0);
+          int stage = (int)(first % TMA_STAGES);
           uint32_t phase = (first / TMA_STAGES) & 1;
-          tma_consumer_tiles<H, D, BM, WRP, NC>(c, n_t, lo, hi, piece_row_windows<BQ, false>(win_c, 0, nrows, N), out,
+          tma_consumer_tiles<H, D, BM, WRP, NC>(j0, n_t, lo, hi, piece_row_windows<BQ, false>(win_c, 0, nrows, N), out,
                                                 out_row_stride, m0, 0, r_lane, win_c, r_lane < nrows, clean, kv_scale,
                                                 w_all + BI * NQ, swizzled_desc<D>(q0 + BI * Q_BYTES), k_desc0, full0,
                                                 empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);

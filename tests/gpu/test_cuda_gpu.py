@@ -518,6 +518,9 @@ def main() -> int:
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
     parser.add_argument("--racecheck-subset", action="store_true",
                         help="smaller still, for compute-sanitizer's racecheck (two shapes, H 32, D 128, two windows)")
+    parser.add_argument("--racecheck-shapes", default="17x76,128x1024",
+                        help="comma-separated MxN shapes of the racecheck subset (a persistent design needs more row "
+                        "blocks than SMs before a block reuses its buffers: e.g. 1100x256 at H 64)")
     parser.add_argument("--racecheck-heads", default="32",
                         help="comma-separated head counts of the racecheck subset (tmas keeps weights in registers "
                              "from H = 64: a different kernel body)")
@@ -559,7 +562,8 @@ def main() -> int:
     designs_small = ([(17, 76), (61, 1024), (1024, 1560), (128, 1024)], HEADS, DIMS, MODES)
     if args.racecheck_subset:
         heads = tuple(int(h) for h in args.racecheck_heads.split(","))
-        default = designs_small = ([(17, 76), (128, 1024)], heads, (128,), ("causal", "multi_req"))
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.racecheck_shapes.split(",")]
+        default = designs_small = (shapes, heads, (128,), ("causal", "multi_req"))
     elif args.sanitizer_subset:
         default = designs_small = ([(17, 76), (61, 1024), (128, 64)], (32, 64), DIMS, MODES)
     elif args.full:

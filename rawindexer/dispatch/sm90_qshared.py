@@ -1,0 +1,87 @@
+"""The schedule of the sm_90a "tmaq" design (kernels/sm90/prefill_tma_qshared.cuh, docs/PERFORMANCE.md v17), modelled
+on the host: which row blocks each persistent block takes, and which ring position, stage and phase each consumer's
+tiles use. The kernel computes all of it on the device; tests check the model's invariants (every tile of every row
+block once, each ring position read by one consumer at the stage and phase the consumer's stepping gives) and the
+snake order's balance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: kernels/sm90/prefill_tma.cuh: TMA_TILE, TMA_STAGES, TMA_NC
+TILE = 64
+STAGES = 8
+CONSUMERS = 4
+
+
+def row_block_order(block: int, blocks: int, row_blocks: int) -> list[int]:
+    """Row blocks of persistent block ``block`` of ``blocks``, in the order it runs them (tmaq_row_block: i G + b for
+    even i, i G + G - 1 - b for odd i, until past the last row block)."""
+    order, i = [], 0
+    while True:
+        rb = i * blocks + (blocks - 1 - block if i & 1 else block)
+        if rb >= row_blocks:
+            return order
+        order.append(rb)
+        i += 1
+
+
+def row_block_span(ks: np.ndarray, ke: np.ndarray, N: int, m0: int, nrows: int) -> tuple[int, int]:
+    """The union [lo, hi) of rows [m0, m0 + nrows)'s windows clipped to [0, N); (0, 0) when all are empty."""
+    lo, hi = N, 0
+    for m in range(m0, m0 + nrows):
+        s = max(min(int(ks[m]), N), 0)
+        e = max(min(int(ke[m]), N), s)
+        if e > s:
+            lo, hi = min(lo, s), max(hi, e)
+    return (0, 0) if hi <= lo else (lo, hi)
+
+
+@dataclass(frozen=True)
+class ConsumerTile:
+    row_block: int
+    tile: int        # tile index within the row block's span
+    consumer: int    # position % CONSUMERS: consumer c reads ring stages c, c + CONSUMERS, ... only
+    position: int    # the block's ring position (tiles streamed before it)
+    stage: int       # the consumer's stage and phase when it reads the tile (release_stage<CONSUMERS> stepping)
+    phase: int
+
+
+def schedule(ks: np.ndarray, ke: np.ndarray, N: int, block_m: int, blocks: int) -> list[list[ConsumerTile]]:
+    """Per persistent block, the tiles its consumers read, as the kernel walks them."""
+    M = len(ks)
+    R = -(-M // block_m)
+    out = []
+    for b in range(blocks):
+        tiles, g = [], 0
+        for rb in row_block_order(b, blocks, R):
+            m0 = rb * block_m
+            lo, hi = row_block_span(ks, ke, N, m0, min(block_m, M - m0))
+            n_t = -(-(hi - lo) // TILE)
+            for c in range(CONSUMERS):
+                j0 = (c - g) % CONSUMERS  # the consumer of ring position p is p % CONSUMERS
+                first = g + j0
+                stage, phase = first % STAGES, (first // STAGES) & 1
+                for t in range(j0, n_t, CONSUMERS):
+                    tiles.append(ConsumerTile(rb, t, c, g + t, stage, phase))
+                    stage += CONSUMERS
+                    if stage >= STAGES:
+                        stage -= STAGES
+                        phase ^= 1
+            g += n_t
+        out.append(tiles)
+    return out
+
+
+def block_costs(sched: list[list[ConsumerTile]]) -> list[int]:
+    """Each block's time in tiles: its busiest consumer's tile count (the consumers run ahead of each other by up to
+    a row block: the Q buffers, not the tiles, couple them)."""
+    costs = []
+    for tiles in sched:
+        per_consumer = [0] * CONSUMERS
+        for t in tiles:
+            per_consumer[t.consumer] += 1
+        costs.append(max(per_consumer))
+    return costs

@@ -1,0 +1,130 @@
+"""The sm_90a "tmaq" design (docs/PERFORMANCE.md v17) on the CPU: the host model of its schedule
+(dispatch/sm90_qshared.py) reads every tile of every row block once, each ring position by one consumer at the stage
+and phase the consumer's own stepping gives; the snake order balances causal rows; the plan launches a persistent
+grid of one 640-thread block per SM within the shared-memory limit and refuses SplitN. The plans are made against a
+manifest whose "tmaq" entries are the shipped "tmas" ones renamed (same argument list), so no race build is needed."""
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from rawindexer.dispatch import sm90_qshared as sq
+from rawindexer.dispatch import sm90_tensor_map
+from rawindexer.dispatch.base import Pointers, Problem, Tunables
+from rawindexer.testing.windows import causal, multi_req
+
+PTRS = Pointers(*[0x100000 * (i + 1) for i in range(7)])
+
+
+def _random_windows(rng: np.random.Generator, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
+    """Windows with empty rows, windows past N and negative starts mixed in."""
+    ks = rng.integers(-50, N + 50, size=M)
+    ke = ks + rng.integers(-10, N // 2 + 1, size=M)
+    empty = rng.random(M) < 0.2
+    ke[empty] = ks[empty] - rng.integers(0, 3, size=int(empty.sum()))
+    return ks, ke
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_tile_is_read_once_at_its_ring_stage(seed):
+    rng = np.random.default_rng(seed + 1000 * np.random.default_rng().integers(1 << 20))
+    M, N = int(rng.integers(1, 900)), int(rng.integers(1, 9000))
+    block_m, blocks = int(rng.choice([1, 2, 4])), int(rng.integers(1, 140))
+    blocks = min(blocks, -(-M // block_m))
+    ks, ke = _random_windows(rng, M, N)
+    sched = sq.schedule(ks, ke, N, block_m, blocks)
+    seen = set()
+    for tiles in sched:
+        positions = [t.position for t in tiles]
+        assert sorted(positions) == list(range(len(tiles))), "ring positions: each once, none skipped"
+        for t in tiles:
+            assert (t.row_block, t.tile) not in seen, f"tile {(t.row_block, t.tile)} read twice"
+            seen.add((t.row_block, t.tile))
+            assert t.position % sq.CONSUMERS == t.consumer
+            assert (t.stage, t.phase) == (t.position % sq.STAGES, (t.position // sq.STAGES) & 1), t
+    R = -(-M // block_m)
+    want = set()
+    for rb in range(R):
+        lo, hi = sq.row_block_span(ks, ke, N, rb * block_m, min(block_m, M - rb * block_m))
+        want |= {(rb, t) for t in range(-(-(hi - lo) // sq.TILE))}
+    assert seen == want
+
+
+@pytest.mark.parametrize("blocks,R", [(132, 512), (132, 1024), (7, 7), (5, 23), (1, 3)])
+def test_snake_order_covers_every_row_block_once(blocks, R):
+    got = sorted(rb for b in range(blocks) for rb in sq.row_block_order(b, blocks, R))
+    assert got == list(range(R))
+
+
+@pytest.mark.parametrize("M,H", [(1024, 64), (1024, 32), (4096, 32)])
+def test_snake_order_balances_causal_rows(monkeypatch, M, H):
+    """Causal rows on 132 blocks: the busiest consumer within 10% of the mean, where the plain order b, b + G, ...
+    leaves it further over (the snake's reason)."""
+    ks, ke = causal(M, M, diagonal=True)
+    bm = 128 // H
+    costs = sq.block_costs(sq.schedule(ks, ke, M, bm, 132))
+    assert max(costs) <= 1.1 * np.mean(costs)
+    monkeypatch.setattr(sq, "row_block_order", lambda b, G, R: list(range(b, R, G)))
+    plain = sq.block_costs(sq.schedule(ks, ke, M, bm, 132))
+    assert max(plain) / np.mean(plain) > max(costs) / np.mean(costs)
+
+
+@pytest.fixture
+def qshared_dir(tmp_path):
+    """A kernel directory whose sm_90a target has "tmaq" entries (the shipped "tmas" ones renamed, BLOCK_M 128 / H)."""
+    from rawindexer.kernel_files import kernel_dir
+
+    manifest = json.loads((kernel_dir() / "manifest.json").read_text())
+    target = manifest["targets"].get("sm_90a")
+    if target is None or not any(k["params"]["design"] == "tmas" for k in target["kernels"].values()):
+        pytest.skip("the kernel directory has no sm_90a tmas kernels (run make)")
+    for k in list(target["kernels"].values()):
+        p = k["params"]
+        if p["design"] == "tmas":
+            e = copy.deepcopy(k)
+            e["params"].update(design="tmaq", block_m=128 // p["heads"])
+            target["kernels"][f"fp8_mqa_logits_sm90_h{p['heads']}_d{p['head_dim']}_bm{128 // p['heads']}_tmaq"] = e
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    return tmp_path
+
+
+@pytest.fixture
+def encoder(monkeypatch):
+    monkeypatch.setattr(sm90_tensor_map, "encoder", lambda k_ptr, n, head_dim: bytes(128))
+
+
+@pytest.mark.parametrize("H", [32, 64, 128])
+@pytest.mark.parametrize("D", [64, 128])
+def test_plan_is_a_persistent_grid_within_shared_memory(qshared_dir, encoder, H, D):
+    from rawindexer.dispatch.sm90 import Sm90Family
+
+    fam = Sm90Family(qshared_dir, design="tmaq")
+    plan = fam.plan(Problem(4096, 4096, H, D, 4096, True), Tunables(), PTRS, 132)
+    assert plan.symbol == f"fp8_mqa_logits_sm90_h{H}_d{D}_bm{128 // H}_tmaq"
+    assert plan.grid == (132, 1, 1) and plan.block == (640, 1, 1)
+    nq = 128
+    want = 2 * (nq * D + nq * 4 + (128 // H) * 8) + 8 * 64 * D + (2 * 8 + 2 * 2) * 8 + 1024
+    assert plan.shared_mem == want <= 227 * 1024
+    assert plan.config["design"] == "tmaq" and plan.config["persistent_blocks"] == 132
+    # fewer row blocks than SMs: one block per row block
+    small = fam.plan(Problem(5, 4096, H, D, 4096, False), Tunables(), PTRS, 132)
+    assert small.grid == (-(-5 // (128 // H)), 1, 1)
+
+
+def test_plan_refuses_split_n(qshared_dir, encoder):
+    from rawindexer.dispatch.sm90 import Sm90Family
+
+    fam = Sm90Family(qshared_dir, design="tmaq")
+    with pytest.raises(ValueError, match="split_n must be 1"):
+        fam.plan(Problem(1024, 1024, 64, 128, 1024, False), Tunables(split_n=2), PTRS, 132)
+    assert fam.plan(Problem(1024, 1024, 64, 128, 1024, False), Tunables(split_n=1), PTRS, 132).grid == (132, 1, 1)
+
+
+def test_multi_req_rows_keep_their_requests_apart():
+    """A row block straddling two packed requests spans both slices; the model still reads each of its tiles once."""
+    ks, ke = multi_req(4096, 4096, requests=4, diagonal=True)
+    sched = sq.schedule(ks, ke, 4096, 4, 132)
+    assert sum(len(t) for t in sched) == len({(t.row_block, t.tile) for ts in sched for t in ts})
