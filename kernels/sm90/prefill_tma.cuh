@@ -95,21 +95,22 @@ __device__ __forceinline__ void tile_wgmmas(float (&acc)[NACC], KDesc k_desc, QD
 }
 
 // After a tile's wgmmas: this warp's share of the release of the ring stage they read (one arrival per warp), and
-// the consumer's step to its next stage: STEP stages on (a "tmaq" consumer takes every TMA_NC-th tile of the ring).
-template <int STEP = 1>
+// the consumer's step to its next stage: STEP stages on in a ring of STAGES (a "tmaq" consumer takes every TMA_NC-th
+// tile of its deeper ring).
+template <int STEP = 1, int STAGES = TMA_STAGES>
 __device__ __forceinline__ void release_stage(uint32_t empty0, int& stage, uint32_t& phase, int lane) {
-  static_assert(STEP >= 1 && STEP <= TMA_STAGES, "release_stage: one wrap of the ring per step at most");
+  static_assert(STEP >= 1 && STEP <= STAGES, "release_stage: one wrap of the ring per step at most");
   __syncwarp();
   if (lane == 0) mbar_arrive(empty0 + 8 * stage);
   if constexpr (STEP == 1) {
-    if (++stage == TMA_STAGES) {
+    if (++stage == STAGES) {
       stage = 0;
       phase ^= 1;
     }
   } else {
     stage += STEP;
-    if (stage >= TMA_STAGES) {
-      stage -= TMA_STAGES;
+    if (stage >= STAGES) {
+      stage -= STAGES;
       phase ^= 1;
     }
   }
@@ -192,9 +193,9 @@ struct TmaRowWindows {
 // win[r0 + r_lane], read on edge tiles only), results v0 .. v0 + VPL - 1 of the quad reduction when `lane_stores`,
 // at tokens lo + 64 t + 16 wq + gid (+ 8). w_s: the consumer's NQ weights in the LDS.128 layout (WRP of this lane's
 // float4s stay in registers for the whole call); q_desc / k_desc0: the base descriptors of its Q and of the ring.
-// STEP: the consumer runs tiles tile_begin, tile_begin + STEP, ..., each STEP ring stages after its previous one
-// ("tmaq": the four consumers deal one row block's tiles between them; 1 elsewhere).
-template <int H, int D, int BM, int WRP, int STEP = 1>
+// STEP: the consumer runs tiles tile_begin, tile_begin + STEP, ..., each STEP ring stages after its previous one in a
+// ring of STAGES ("tmaq": the four consumers deal one row block's tiles between them; 1 and TMA_STAGES elsewhere).
+template <int H, int D, int BM, int WRP, int STEP = 1, int STAGES = TMA_STAGES>
 __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end, int lo, int hi,
                                                    const TmaRowWindows& wb, float* __restrict__ out,
                                                    i64 out_row_stride, int m0, int r0, int r_lane, const int2* win,
@@ -231,7 +232,7 @@ __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end,
       tile_wgmmas<NQ, KS>(acc, [&](int s) { return k_desc + 2 * s; },  // +32 bytes per k-step
                           [&](int s) { return q_desc + 2 * s; });
     }
-    release_stage<STEP>(empty0, stage, phase, lane);
+    release_stage<STEP, STAGES>(empty0, stage, phase, lane);
     float res[VPL];
     if (hit) {
       // column groups 2i and 2i + 1 share float4 i of this lane's weights (kept, or read once per pair)

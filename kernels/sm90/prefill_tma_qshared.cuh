@@ -15,22 +15,25 @@
 // Q, weights and windows in shared memory, read by all four consumers.
 // DESIGN: tiles dealt by ring position. Tile j of a row block's span (64 tokens from the union's start) is ring
 // position p = g0 + j, g0 = the tiles the block streamed before it, and consumer p % 4 reads it (tma_consumer_tiles
-// with STEP = 4): consumer c owns ring stages c and c + 4, so a stage's empty barrier counts that consumer's four
-// warps, and over a block's row blocks the consumers' tile counts differ by one at most (dealing from tile 0 of every
-// row block would give consumer 0 the odd tiles of every row block).
+// with STEP = 4): consumer c owns ring stages c, c + 4, c + 8, c + 12, so a stage's empty barrier counts that
+// consumer's four warps, and over a block's row blocks the consumers' tile counts differ by one at most (dealing from
+// tile 0 of every row block would give consumer 0 the odd tiles of every row block).
 // DESIGN: snake order. Block b of G takes row blocks i G + b (i even) and i G + G - 1 - b (i odd): a causal row
 // block's work grows with its index, and the pairs (b, 2G - 1 - b) sum to the same.
 // DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1's Q (cp.async
 // into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer (i + 1) & 1 while the
 // consumers run row block i; they wait on the buffer's "Q empty" barrier (16 consumer warps + the producer lane,
 // which reads the windows for the span) and signal "Q full" after cp.async.wait_all + fence.proxy.async.
-// Warp 0 lane 0 streams the K tiles of row block after row block through one TMA_STAGES-deep ring; warp 3 runs the
+// Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring; warp 3 runs the
 // fused -inf fill outside each row block's span (clean_logits). Register split as "tmas" (setmaxnreg 32 / 112).
 // ===================================================================================================
 #pragma once
 #include "prefill_tma_balanced.cuh"  // piece_row_windows, TmabBuf; prefill_tma.cuh's consumer loop
 
 constexpr int TMAQ_QBUF = 2;        // Q / weights / windows buffers
+// K tiles in flight: four per consumer (each consumer owns every fourth stage, so "tmas"'s 8 would leave it two; the
+// Q-shared layout frees the shared memory: 128 KB of ring at D = 128); mirrored in dispatch/sm90_tensor_map.py
+constexpr int TMAQ_STAGES = 16;
 constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the producer warpgroup stage Q
 
 // The i-th row block of block b of G (snake order); >= the row block count once the block is done.
@@ -70,7 +73,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   constexpr int BM = NC * BQ;   // tma_consumer_tiles's block rows (its rows per consumer, BM / NC, are BQ)
   constexpr int THREADS = ws_threads<NC>();
   static_assert(NQ == 128, "tmaq: BQ * H = 128 (H in {32, 64, 128})");
-  static_assert(TMA_STAGES % NC == 0, "tmaq: each consumer owns the ring stages c, c + NC, ...");
+  static_assert(TMAQ_STAGES % NC == 0, "tmaq: each consumer owns the ring stages c, c + NC, ...");
   static_assert(NC * (ws_consumer_regs<NC>() - ws_entry_regs<NC>()) <= ws_entry_regs<NC>() - ws_producer_regs<NC>(),
                 "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
   constexpr int V = 2 * BQ, VPL = V >= 4 ? V / 4 : 1;
@@ -81,10 +84,11 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(dyn_raw);
   u8* const dyn_s = dyn_raw + ((TMA_SMEM_ALIGN - (raw0 % TMA_SMEM_ALIGN)) % TMA_SMEM_ALIGN);
   u8* const q_all = dyn_s;                                                   // [QBUF][Q_BYTES], swizzled
-  u8* const ring_s = q_all + TMAQ_QBUF * Q_BYTES;                            // [TMA_STAGES][STAGE_BYTES], swizzled
-  float* const w_all = reinterpret_cast<float*>(ring_s + TMA_STAGES * STAGE_BYTES);  // [QBUF][NQ], LDS.128 layout
+  u8* const ring_s = q_all + TMAQ_QBUF * Q_BYTES;                            // [TMAQ_STAGES][STAGE_BYTES], swizzled
+  float* const w_all = reinterpret_cast<float*>(ring_s + TMAQ_STAGES * STAGE_BYTES);  // [QBUF][NQ], LDS.128 layout
   int2* const win_all = reinterpret_cast<int2*>(w_all + TMAQ_QBUF * NQ);     // [QBUF][BQ], clipped
-  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_all + TMAQ_QBUF * BQ);  // full, empty [STAGES]; q_full, q_empty [QBUF]
+  // full, empty [TMAQ_STAGES]; q_full, q_empty [TMAQ_QBUF]
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_all + TMAQ_QBUF * BQ);
   static_assert((TMAQ_QBUF * (NQ * 4 + BQ * 8)) % 8 == 0, "mbarriers 8-byte aligned");
 
   const int tid = threadIdx.x;
@@ -99,8 +103,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
   const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
   const uint32_t full0 = (uint32_t)__cvta_generic_to_shared(bars);
-  const uint32_t empty0 = full0 + 8 * TMA_STAGES;
-  const uint32_t q_full0 = empty0 + 8 * TMA_STAGES;
+  const uint32_t empty0 = full0 + 8 * TMAQ_STAGES;
+  const uint32_t q_full0 = empty0 + 8 * TMAQ_STAGES;
   const uint32_t q_empty0 = q_full0 + 8 * TMAQ_QBUF;
   const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
   if (tid == 0) {
@@ -112,7 +116,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
     }
   }
   // full: the producer's arrive.expect_tx; empty: the four warps of the one consumer that reads the stage
-  init_ring_barriers<TMA_STAGES>(full0, empty0, 1, 4, tid);
+  init_ring_barriers<TMAQ_STAGES>(full0, empty0, 1, 4, tid);
 
   if (wgi == 0) {
     setmaxnreg_dec<ws_producer_regs<NC>()>();
@@ -130,8 +134,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           const int n_t = (span.y - span.x + TMA_TILE - 1) / TMA_TILE;
 #pragma unroll 1
           for (int j = 0; j < n_t; ++j, ++g) {
-            const int stage = g % TMA_STAGES;
-            if (g >= TMA_STAGES) mbar_wait(empty0 + 8 * stage, ((g / TMA_STAGES) & 1) ^ 1);
+            const int stage = g % TMAQ_STAGES;
+            if (g >= TMAQ_STAGES) mbar_wait(empty0 + 8 * stage, ((g / TMAQ_STAGES) & 1) ^ 1);
             mbar_arrive_expect_tx(full0 + 8 * stage, STAGE_BYTES);  // the whole box counts, zero-filled rows too
             tma_load_tile(ring0 + stage * STAGE_BYTES, &k_map, span.x + j * TMA_TILE, full0 + 8 * stage);
           }
@@ -188,7 +192,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
     }
   } else {
     setmaxnreg_inc<ws_consumer_regs<NC>()>();
-    const int c = wgi - 1;  // this consumer takes tiles c, c + NC, ... of every row block
+    const int c = wgi - 1;  // this consumer reads the tiles at ring positions c, c + NC, ...
     const uint64_t k_desc0 = swizzled_desc<D>(ring0);
     const int v0 = V >= 4 ? VPL * tig : (tig >> 1);
     const int r_lane = v0 >> 1;
@@ -212,12 +216,12 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         const int j0 = (c - g) & (NC - 1);  // the row block's first tile at a ring position of this consumer's
         if (j0 < n_t) {
           const uint32_t first = (uint32_t)(g + j0);
-          int stage = (int)(first % TMA_STAGES);
-          uint32_t phase = (first / TMA_STAGES) & 1;
-          tma_consumer_tiles<H, D, BM, WRP, NC>(j0, n_t, lo, hi, piece_row_windows<BQ, false>(win_c, 0, nrows, N), out,
-                                                out_row_stride, m0, 0, r_lane, win_c, r_lane < nrows, clean, kv_scale,
-                                                w_all + BI * NQ, swizzled_desc<D>(q0 + BI * Q_BYTES), k_desc0, full0,
-                                                empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
+          int stage = (int)(first % TMAQ_STAGES);
+          uint32_t phase = (first / TMAQ_STAGES) & 1;
+          tma_consumer_tiles<H, D, BM, WRP, NC, TMAQ_STAGES>(
+              j0, n_t, lo, hi, piece_row_windows<BQ, false>(win_c, 0, nrows, N), out, out_row_stride, m0, 0, r_lane,
+              win_c, r_lane < nrows, clean, kv_scale, w_all + BI * NQ, swizzled_desc<D>(q0 + BI * Q_BYTES), k_desc0,
+              full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
         }
         g += n_t;
       };

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: kernels/sm90/prefill_tma.cuh: TMA_TILE, TMA_STAGES, TMA_NC
+#: kernels/sm90/prefill_tma.cuh: TMA_TILE, TMA_NC; prefill_tma_qshared.cuh: TMAQ_STAGES
 TILE = 64
-STAGES = 8
+STAGES = 16
 CONSUMERS = 4
 
 

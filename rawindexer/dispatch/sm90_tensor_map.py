@@ -49,16 +49,17 @@ def shared_mem(block_m: int, heads: int, head_dim: int, consumers: int) -> int:
             + 2 * TMA_STAGES * 8 + TMA_SMEM_ALIGN)
 
 
-#: "tmaq" (kernels/sm90/prefill_tma_qshared.cuh): Q / weights / windows buffers, and their two mbarriers each
+#: "tmaq" (kernels/sm90/prefill_tma_qshared.cuh): Q / weights / windows buffers (two mbarriers each), K ring depth
 TMAQ_QBUF = 2
+TMAQ_STAGES = 16
 
 
 def q_shared_mem(block_m: int, heads: int, head_dim: int) -> int:
     """Dynamic shared memory of one "tmaq" block: TMAQ_QBUF copies of one row block's Q (block_m * heads columns),
     weights and windows, the K ring, the ring's and the Q buffers' mbarriers, and the alignment slack."""
     nq = block_m * heads
-    return (TMAQ_QBUF * (nq * head_dim + nq * 4 + block_m * 8) + TMA_STAGES * TMA_TILE * head_dim
-            + (2 * TMA_STAGES + 2 * TMAQ_QBUF) * 8 + TMA_SMEM_ALIGN)
+    return (TMAQ_QBUF * (nq * head_dim + nq * 4 + block_m * 8) + TMAQ_STAGES * TMA_TILE * head_dim
+            + (2 * TMAQ_STAGES + 2 * TMAQ_QBUF) * 8 + TMA_SMEM_ALIGN)
 
 
 def map_geometry(n: int, head_dim: int, block_size: int = 0) -> tuple[list[int], list[int], list[int]]:
