@@ -22,10 +22,12 @@
 // block's work grows with its index, and the pairs (b, 2G - 1 - b) sum to the same.
 // DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1's Q (cp.async
 // into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer (i + 1) & 1 while the
-// consumers run row block i; they wait on the buffer's "Q empty" barrier (16 consumer warps + the producer lane,
-// which reads the windows for the span) and signal "Q full" after cp.async.wait_all + fence.proxy.async.
-// Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring; warp 3 runs the
-// fused -inf fill outside each row block's span (clean_logits). Register split as "tmas" (setmaxnreg 32 / 112).
+// consumers run row block i; they wait on the buffer's "Q empty" barrier (one arrival per consumer thread) and signal
+// "Q full" after cp.async.wait_all + fence.proxy.async.
+// Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring, each row block's
+// span read from the windows in global memory (so the first tiles are in flight while Q is still being copied);
+// warp 3 runs the fused -inf fill outside each row block's span (clean_logits). Register split as "tmas"
+// (setmaxnreg 32 / 112).
 // ===================================================================================================
 #pragma once
 #include "prefill_tma_balanced.cuh"  // piece_row_windows, TmabBuf; prefill_tma.cuh's consumer loop
@@ -39,8 +41,8 @@ constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the pro
 // The i-th row block of block b of G (snake order); >= the row block count once the block is done.
 __device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
 
-// The union [lo, hi) of rows [m0, m0 + nrows)'s windows, clipped to [0, N), read from global memory (the fill warp;
-// the same bounds union_window gives on the staged windows).
+// The union [lo, hi) of rows [m0, m0 + nrows)'s windows, clipped to [0, N), read from global memory (the producer
+// lane and the fill warp; the same bounds union_window gives on the loaders' staged windows).
 template <int BQ>
 __device__ __forceinline__ int2 tmaq_global_span(const int* __restrict__ ks, const int* __restrict__ ke, int m0,
                                                  int nrows, int N) {
@@ -112,7 +114,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
 #pragma unroll
     for (int s = 0; s < TMAQ_QBUF; ++s) {
       mbar_init(q_full0 + 8 * s, LOADERS);
-      mbar_init(q_empty0 + 8 * s, 4 * NC + 1);
+      mbar_init(q_empty0 + 8 * s, 128 * NC);
     }
   }
   // full: the producer's arrive.expect_tx; empty: the four warps of the one consumer that reads the stage
@@ -127,10 +129,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         for (int i = 0;; ++i) {
           const int rb = tmaq_row_block(i, b, G);
           if (rb >= R) break;
-          const int buf = i & 1;
-          mbar_wait(q_full0 + 8 * buf, (i >> 1) & 1);
-          const int2 span = union_window<BQ>(win_all + buf * BQ, N);
-          mbar_arrive(q_empty0 + 8 * buf);  // done with the windows
+          // the span from global memory, not from the loaders' copy: the first K tiles need not wait for Q
+          const int m0 = rb * BQ;
+          const int2 span = tmaq_global_span<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, min(BQ, M - m0), N);
           const int n_t = (span.y - span.x + TMA_TILE - 1) / TMA_TILE;
 #pragma unroll 1
           for (int j = 0; j < n_t; ++j, ++g) {
@@ -227,8 +228,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
       };
       if (buf) run_row_block(TmabBuf<1>{});
       else run_row_block(TmabBuf<0>{});
-      __syncwarp();
-      if (lane == 0) mbar_arrive(q_empty0 + 8 * buf);  // this warp's wgmmas and epilogue are done with the buffer
+      // this thread's wgmmas and epilogue are done with the buffer: one arrival per thread, so each thread's own
+      // reads are ordered before the loaders' next copies (the protocol racecheck follows; decode's ring, session 6)
+      mbar_arrive(q_empty0 + 8 * buf);
     }
   }
 }
