@@ -20,11 +20,10 @@
 // tile 0 of every row block would give consumer 0 the odd tiles of every row block).
 // DESIGN: snake order. Block b of G takes row blocks i G + b (i even) and i G + G - 1 - b (i odd): a causal row
 // block's work grows with its index, and the pairs (b, 2G - 1 - b) sum to the same.
-// DESIGN: Q double-buffered by loader warps. Warp 1 + b of the producer warpgroup stages the Q (cp.async into the
-// swizzled layout), weights (tmas's LDS.128 layout) and clipped windows of row blocks i = b, b + 2, ... into buffer b,
-// so row block i + 1's copies are in flight while the consumers run row block i; a loader waits on its buffer's
-// "Q empty" barrier (one arrival per consumer thread) and signals "Q full" after cp.async.wait_all +
-// fence.proxy.async.
+// DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1's Q (cp.async
+// into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer (i + 1) & 1 while the
+// consumers run row block i; they wait on the buffer's "Q empty" barrier (one arrival per consumer thread) and signal
+// "Q full" after cp.async.wait_all + fence.proxy.async.
 // Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring, each row block's
 // span read from the windows in global memory (so the first tiles are in flight while Q is still being copied);
 // warp 3 runs the fused -inf fill outside each row block's span (clean_logits). Register split as "tmas"
@@ -37,7 +36,7 @@ constexpr int TMAQ_QBUF = 2;        // Q / weights / windows buffers
 // K tiles in flight: four per consumer (each consumer owns every fourth stage, so "tmas"'s 8 would leave it two; the
 // Q-shared layout frees the shared memory: 128 KB of ring at D = 128); mirrored in dispatch/sm90_tensor_map.py
 constexpr int TMAQ_STAGES = 16;
-constexpr int TMAQ_LOADER_WARPS = TMAQ_QBUF;  // warp 1 + b of the producer warpgroup stages Q into buffer b
+constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the producer warpgroup stage Q
 
 // The i-th row block of block b of G (snake order); >= the row block count once the block is done.
 __device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
@@ -81,8 +80,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
                 "setmaxnreg: the consumers may take only what the producer warpgroup gives back");
   constexpr int V = 2 * BQ, VPL = V >= 4 ? V / 4 : 1;
   constexpr uint32_t STAGE_BYTES = TMA_TILE * D, Q_BYTES = NQ * D;
-  constexpr int LOADERS = WARP;  // the threads that fill one buffer: one loader warp
-  static_assert(TMAQ_LOADER_WARPS <= 2, "tmaq: warp 3 of the producer warpgroup is the fill warp");
+  constexpr int LOADERS = TMAQ_LOADER_WARPS * WARP;
 
   extern __shared__ u8 dyn_raw[];
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(dyn_raw);
@@ -145,13 +143,12 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         }
       }
     } else if (warp <= TMAQ_LOADER_WARPS) {
-      // loader warp 1 + buf fills buffer buf with row blocks i = buf, buf + 2, ...: the two buffers' copies in flight
-      // at once (one warp filling both in turn waited a copy's latency per row block: short row blocks starved)
-      const int lt = lane, buf = warp - 1;
+      const int lt = tid - WARP;  // 0 .. LOADERS - 1
 #pragma unroll 1
-      for (int i = buf;; i += TMAQ_QBUF) {
+      for (int i = 0;; ++i) {
         const int rb = tmaq_row_block(i, b, G);
         if (rb >= R) break;
+        const int buf = i & 1;
         if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);  // the consumers left use i - 2
         const int m0 = rb * BQ, nrows = min(BQ, M - m0);
         const u8* const q_rows = q + (i64)m0 * H * D;
