@@ -228,9 +228,10 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "where the host sees the balanced schedule win", consumers=4, k_tensor_map=True, balanced=True,
           q_prefetch=True, logit_eps=2e-3, default_rank=2),
     _sm90("tmaq", "tmas's consumer loop with the four consumers sharing one row block of 128 / H rows and dealing its "
-          "K tiles round-robin, on a persistent grid (row blocks b, 2G - 1 - b, ... per block) whose loader warps "
-          "stage the next row block's Q while the current one runs (v17)", consumers=4, k_tensor_map=True,
-          q_shared=True, experiment=True, logit_eps=2e-3),
+          "K tiles by ring position, on a persistent grid (row blocks b, 2G - 1 - b, ... per block) whose loader "
+          "warps stage the next row block's Q while the current one runs (v17): auto's choice for short rows where "
+          "the H200 measured it faster", consumers=4, k_tensor_map=True, q_shared=True, logit_eps=2e-3,
+          default_rank=4),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared
@@ -243,7 +244,9 @@ SM90_INSTANCES: tuple[Sm90Instance, ...] = tuple(
     + [Sm90Instance(h, d, 256 // h, "mma") for h in (32, 64, 128) for d in (64, 128)]
     + [Sm90Instance(h, d, 256 // h, "ws") for h in (32, 64, 128) for d in (64, 128)]
     # "tmas" and its balanced schedule "tmasb4": four consumers of N = 128, BLOCK_M = 4 * 128 / H
-    + [Sm90Instance(h, d, 512 // h, design) for design in ("tmas", "tmasb4") for h in (32, 64, 128) for d in (64, 128)])
+    + [Sm90Instance(h, d, 512 // h, design) for design in ("tmas", "tmasb4") for h in (32, 64, 128) for d in (64, 128)]
+    # "tmaq": one row block of 128 / H rows shared by its four consumers
+    + [Sm90Instance(h, d, 128 // h, "tmaq") for h in (32, 64, 128) for d in (64, 128)])
 
 # ---------------------------------------------------------------------------------------------------
 # the whole table

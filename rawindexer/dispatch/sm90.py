@@ -40,9 +40,13 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
 * ``wgpr`` -- (session 9, docs/PERFORMANCE.md v15) ``wg`` on row-block pairs: grid ceil(R / 2), 8 warps, no
   SplitN; block x computes row blocks R - 1 - x and x, its two warpgroups each a contiguous half of the pair's tiles,
   so a long causal row block and its short partner balance within the block and no warpgroup walks a long row alone
-* ``auto`` (the default) -- ``tmas`` for N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps
-  (AUTO_BALANCED = ``tmasb4`` where :func:`balanced_wins`), else ``wg`` (AUTO_PAIRED = ``wgpr`` where
-  :func:`paired_wins`)
+* ``tmaq`` -- (session 11, docs/PERFORMANCE.md v17) ``tmas``'s consumer loop with the four consumers sharing one row
+  block of 128 / H rows and dealing its K tiles by ring position (DeepGEMM's decomposition): a persistent grid of
+  min(SMs, row blocks) blocks walking row blocks in snake order, the next row block's Q staged by two loader warps
+  while the current one runs (:meth:`Sm90Family._plan_q_shared`, host model in dispatch/sm90_qshared.py)
+* ``auto`` (the default) -- AUTO_QSHARED = ``tmaq`` for short rows (:func:`qshared_wins`), else ``tmas`` for
+  N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps (AUTO_BALANCED = ``tmasb4`` where
+  :func:`balanced_wins`), else ``wg`` (AUTO_PAIRED = ``wgpr`` where :func:`paired_wins`)
 * ``mma`` -- mma.sync path, kept as an independent baseline (on sm_90a ptxas emulates its fp8 MMA with f16
   HMMA, so it is never chosen by the heuristic; ask for it with ``RAWINDEXER_SM90_DESIGN=mma`` or ``Sm90Family(design="mma")``)
 
@@ -80,10 +84,10 @@ WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
 WS_SPLIT_OVERHEAD_TILES = 6
 #: the design the public API uses (see docs/PERFORMANCE.md for the H200 numbers behind it): "auto" picks per
-#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", "wg", "tmasb4", "wgpr")
+#: problem among AUTO_DESIGNS (registry default_rank order: "tmas", "wg", "tmasb4", "wgpr", "tmaq")
 AUTO = "auto"
 DEFAULT_DESIGN = AUTO
-AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg", "tmasb4", "wgpr")
+AUTO_DESIGNS = registry.default_designs(registry.PREFILL, registry.SM90)  # ("tmas", "wg", "tmasb4", "wgpr", "tmaq")
 #: "auto" takes "tmas" from this N on, "wg" below it (v8, H200, docs/results/race_sm90_v8_h200.log: 1024 x 1024
 #: wg 17.5 / tmas 28.5 us at H=32, 25.3 / 26.8 at H=64; from 4096 x 4096 on tmas wins 58 of the 64 race cases'
 #: 56 at N >= 4096) and only when the caller fixed no block_m / num_warps (those are the wg heuristic's knobs)
@@ -154,6 +158,29 @@ AUTO_PAIRED = "wgpr"
 AUTO_PAIRED_HEADS = 64
 
 
+#: where "auto" takes "tmaq" (session 11, docs/PERFORMANCE.md v17; races beside DeepGEMM, wg, wgpr and tmas in four
+#: runs, docs/results/session11/): rows of up to 4096 keys from 1024 rows on (two row blocks per SM and more, so each
+#: block's next Q is staged under its current one). 1024^2 H 32: every case faster than wg (causal c0 10.8-11.0 us
+#: against 11.6-11.8, c1 10.8-11.1 against 12.4-12.6) but multi_req c0 (7.6-7.7 against 7.4; DeepGEMM 7.7-7.9);
+#: 1024^2 H 64: causal 16.0-16.3 / 16.5-17.0 us against wgpr's 16.9-17.3 / 18.1-18.2 (DeepGEMM 15.9-16.5 / 20.0-20.6),
+#: multi_req c0 10.5-10.8 against 10.1 (DeepGEMM 10.4-10.6); 4096^2 H 32 (tmas's region): multi_req c0 31.1-32.5 us
+#: against 35.8-35.9 (DeepGEMM 32.4-33.0), the other three 3-8% slower than tmas and 4-35% faster than DeepGEMM. At
+#: 4096^2 H 64 and from 8192 keys tmas's K sharing wins (tmaq reads each K tile once per row block of 128 / H rows).
+AUTO_QSHARED = "tmaq"
+AUTO_QSHARED_MIN_M = 1024
+AUTO_QSHARED_MAX_N32 = 4096
+
+
+def qshared_wins(p: Problem) -> bool:
+    """Whether "auto" runs ``p`` with AUTO_QSHARED (see AUTO_QSHARED): H 32 or 64, from AUTO_QSHARED_MIN_M rows, below
+    AUTO_TMAS_MIN_N keys (up to AUTO_QSHARED_MAX_N32 at H 32)."""
+    if p.M < AUTO_QSHARED_MIN_M:
+        return False
+    if p.heads == 32:
+        return p.N <= AUTO_QSHARED_MAX_N32
+    return p.heads == 64 and p.N < AUTO_TMAS_MIN_N
+
+
 def paired_wins(p: Problem, compute_units: int) -> bool:
     """Whether "auto" runs ``p`` with AUTO_PAIRED rather than "wg" (see AUTO_PAIRED; below AUTO_TMAS_MIN_N keys)."""
     if p.heads != AUTO_PAIRED_HEADS:
@@ -194,10 +221,15 @@ class Sm90Family(KernelFamily):
         self._balanced_fallback: Sm90Family | None = None  # a balanced design's "tmas" family, made on first need
 
     def _auto_member(self, problem: Problem, tunables: Tunables, compute_units: int) -> "Sm90Family":
-        """The family "auto" plans ``problem`` with: "tmas" for long rows at the default geometry (its balanced
-        schedule AUTO_BALANCED where :func:`balanced_wins` says so), else "wg" (on row-block pairs, AUTO_PAIRED,
-        where :func:`paired_wins` says so)."""
+        """The family "auto" plans ``problem`` with: AUTO_QSHARED for short rows (:func:`qshared_wins`), "tmas" for
+        long rows at the default geometry (its balanced schedule AUTO_BALANCED where :func:`balanced_wins` says so),
+        else "wg" (on row-block pairs, AUTO_PAIRED, where :func:`paired_wins` says so)."""
         tmas, wg = self._members.get("tmas"), self._members["wg"]
+        qshared = self._members.get(AUTO_QSHARED)
+        if (qshared is not None and not tunables.block_m and not tunables.num_warps and not tunables.split_n
+                and tunables.reverse_rows is None and qshared_wins(problem)
+                and qshared.is_supported(problem.heads, problem.head_dim)):
+            return qshared
         if (tmas is not None and problem.N >= AUTO_TMAS_MIN_N and not tunables.block_m and not tunables.num_warps
                 and tmas.is_supported(problem.heads, problem.head_dim)):
             balanced = self._members.get(AUTO_BALANCED)

@@ -156,9 +156,13 @@ def test_balanced_plan_falls_back_to_the_split_grid(balanced_dir, encoder, why):
     (8192, 8192, 64, False, "tmas"),
     (128, 32768, 64, True, "tmas"),
     (4096, 32768, 128, False, "tmas"),     # not measured at H = 128
-    (1024, 1024, 32, True, "wg"),
-    (1024, 1024, 64, False, "wgpr"),       # below AUTO_TMAS_MIN_N: wg, on row-block pairs here (paired_wins)
-    (4096, 2048, 64, False, "wg"),
+    (1024, 1024, 32, True, "tmaq"),       # short rows from AUTO_QSHARED_MIN_M rows: tmaq (qshared_wins)
+    (1024, 1024, 64, False, "tmaq"),
+    (4096, 4096, 32, False, "tmaq"),      # H = 32 up to AUTO_QSHARED_MAX_N32 keys
+    (4096, 4096, 64, False, "tmas"),      # H = 64 from AUTO_TMAS_MIN_N keys: tmas's K sharing wins
+    (4096, 2048, 64, False, "tmaq"),
+    (1000, 1024, 64, False, "wgpr"),      # below AUTO_QSHARED_MIN_M: wg, on row-block pairs here (paired_wins)
+    (512, 1024, 32, False, "wg"),
 ])
 def test_auto_takes_the_balanced_schedule_where_it_was_measured_faster(balanced_dir, encoder, M, N, H, clean, want):
     from rawindexer.dispatch.sm90 import Sm90Family

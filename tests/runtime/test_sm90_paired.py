@@ -41,17 +41,33 @@ def test_wgpr_kernels_fit_two_blocks_of_256_threads_per_sm(family_dir):
             assert k["resources"]["registers"] <= 128, name
 
 
+@pytest.mark.parametrize("M, N, H, pairs", [
+    (1024, 1024, 64, True),    # 512 row blocks of 2 rows: one pass of 4 one-warpgroup blocks per SM
+    (792, 1024, 64, True),     # 396 row blocks: ROW_BLOCKS_PER_SM_FOR_4_WARPS per SM, the lower edge
+    (1056, 1984, 64, True),    # 528: TARGET_BLOCKS_PER_SM per SM, the upper edge; 31 tiles per row (wg unsplit)
+    (1024, 1985, 64, False),   # 32 tiles per row: wg's heuristic would split, not measured for pairs
+    (790, 1024, 64, False),    # 395 row blocks: wg runs two warpgroups per row block already
+    (1058, 1024, 64, False),   # 529: more than one pass
+    (1024, 1024, 32, False),   # H = 32: wgpr measured 7-15% slower
+    (1024, 1024, 128, False),  # not measured
+])
+def test_the_paired_rule_holds_where_pairs_were_measured_faster(M, N, H, pairs):
+    from rawindexer.dispatch.sm90 import paired_wins
+
+    assert paired_wins(Problem(M, N, H, 128, N, True), SMS) is pairs
+
+
 @pytest.mark.parametrize("M, N, H, want", [
-    (1024, 1024, 64, "wgpr"),   # 512 row blocks of 2 rows: one pass of 4 one-warpgroup blocks per SM
-    (792, 1024, 64, "wgpr"),    # 396 row blocks: ROW_BLOCKS_PER_SM_FOR_4_WARPS per SM, the lower edge
-    (1056, 1984, 64, "wgpr"),   # 528: TARGET_BLOCKS_PER_SM per SM, the upper edge; 31 tiles per row (wg unsplit)
-    (1024, 1985, 64, "wg"),     # 32 tiles per row: wg's heuristic would split, not measured for pairs
-    (790, 1024, 64, "wg"),      # 395 row blocks: wg runs two warpgroups per row block already
-    (1058, 1024, 64, "wg"),     # 529: more than one pass
-    (1024, 1024, 32, "wg"),     # H = 32: wgpr measured 7-15% slower
+    (792, 1024, 64, "wgpr"),    # below AUTO_QSHARED_MIN_M rows: the paired rule decides
+    (1000, 1984, 64, "wgpr"),
+    (790, 1024, 64, "wg"),
+    (1024, 1024, 64, "tmaq"),   # from AUTO_QSHARED_MIN_M rows "tmaq" comes first (qshared_wins, session 11)
     (1024, 1024, 128, "wg"),    # not measured
 ])
-def test_auto_takes_row_block_pairs_where_they_were_measured_faster(family_dir, M, N, H, want):
+def test_auto_takes_row_block_pairs_where_they_were_measured_faster(family_dir, monkeypatch, M, N, H, want):
+    from rawindexer.dispatch import sm90_tensor_map
+
+    monkeypatch.setattr(sm90_tensor_map, "encoder", lambda k_ptr, n, head_dim: bytes(128))  # tmaq's K map, no driver
     plan = _plan(family_dir, M, N, H)
     assert plan.config["design"] == want
     if want == "wgpr":
@@ -60,8 +76,8 @@ def test_auto_takes_row_block_pairs_where_they_were_measured_faster(family_dir, 
 
 
 def test_the_rule_scales_with_the_sm_count(family_dir):
-    assert _plan(family_dir, 1024, 1024, 64, sms=132).config["design"] == "wgpr"
-    assert _plan(family_dir, 1024, 1024, 64, sms=78).config["design"] == "wg"  # 512 row blocks: 6.6 per SM
+    assert _plan(family_dir, 1000, 1024, 64, sms=132).config["design"] == "wgpr"  # 500 row blocks: 3.8 per SM
+    assert _plan(family_dir, 1000, 1024, 64, sms=78).config["design"] == "wg"  # 6.4 per SM
 
 
 @pytest.mark.parametrize("tunables", [Tunables(num_warps=4), Tunables(num_warps=8), Tunables(block_m=2),

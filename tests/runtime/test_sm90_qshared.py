@@ -128,3 +128,16 @@ def test_multi_req_rows_keep_their_requests_apart():
     ks, ke = multi_req(4096, 4096, requests=4, diagonal=True)
     sched = sq.schedule(ks, ke, 4096, 4, 132)
     assert sum(len(t) for t in sched) == len({(t.row_block, t.tile) for ts in sched for t in ts})
+
+
+def test_auto_leaves_tmaq_when_the_caller_fixes_the_geometry(qshared_dir, encoder):
+    """"auto" takes tmaq only at its own geometry: a caller's split_n, num_warps or block_m goes to the design whose
+    knobs they are."""
+    from rawindexer.dispatch.sm90 import Sm90Family
+
+    fam = Sm90Family(qshared_dir)
+    p = Problem(1024, 1024, 64, 128, 1024, False)
+    assert fam.plan(p, Tunables(), PTRS, 132).config["design"] == "tmaq"
+    assert fam.plan(p, Tunables(split_n=2), PTRS, 132).config["design"] == "wg"
+    assert fam.plan(p, Tunables(num_warps=4), PTRS, 132).config["design"] == "wg"
+    assert fam.plan(p, Tunables(block_m=2), PTRS, 132).config["design"] == "wg"

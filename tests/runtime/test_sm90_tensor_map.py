@@ -70,15 +70,18 @@ def test_tmas_plan_carries_the_map_of_its_k_pointer(encoder):
     assert encoder == [(PTRS.k, 32768, 128)]
 
 
-def test_auto_takes_tmas_for_long_rows_and_wg_otherwise(encoder):
+def test_auto_takes_tmas_for_long_rows_and_wg_or_tmaq_otherwise(encoder):
     fam = _family()
     assert fam.design == "auto" and fam.is_supported(64, 128) and fam.is_supported(32, 64)
     long_rows = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(), PTRS, 132)  # (H = 32: balanced)
     assert long_rows.config["design"] == "tmas" and long_rows.symbol.endswith("_bm8_tmas")
-    short_rows = fam.plan(Problem(1024, 1024, 32, 128, 1024, True), Tunables(), PTRS, 132)
+    short_rows = fam.plan(Problem(512, 1024, 32, 128, 1024, True), Tunables(), PTRS, 132)
     assert short_rows.config["design"] == "wg" and "k_tensor_map" not in short_rows.config
-    paired = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)  # H = 64: row-block pairs
+    paired = fam.plan(Problem(1000, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)  # H = 64: row-block pairs
     assert paired.config["design"] == "wgpr" and "k_tensor_map" not in paired.config
+    # short rows from 1024 rows: the Q-shared persistent design, which takes K's tensor map too
+    q_shared = fam.plan(Problem(1024, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
+    assert q_shared.config["design"] == "tmaq" and q_shared.config["k_tensor_map"]["n"] == 1024
     # a caller's block_m / num_warps are the wg heuristic's knobs: auto honours them with wg
     fixed = fam.plan(Problem(4096, 32768, 64, 128, 32768, True), Tunables(block_m=2), PTRS, 132)
     assert fixed.config["design"] == "wg" and fixed.config["block_m"] == 2
