@@ -20,11 +20,10 @@
 // tile 0 of every row block would give consumer 0 the odd tiles of every row block).
 // DESIGN: snake order. Block b of G takes row blocks i G + b (i even) and i G + G - 1 - b (i odd): a causal row
 // block's work grows with its index, and the pairs (b, 2G - 1 - b) sum to the same.
-// DESIGN: Q in four buffers, filled ahead by loader warps. Warps 1-2 of the producer warpgroup stage row block i's Q
-// (cp.async into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer i % 4 as soon
-// as the consumers release it (its "Q empty" barrier: one arrival per consumer thread), one cp.async group per row
-// block, and publish row block i - 1 ("Q full": cp.async.wait_group 1, fence.proxy.async, arrive) once row block i's
-// copies are issued: two row blocks' copies in flight, up to three row blocks staged ahead of the consumers.
+// DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1's Q (cp.async
+// into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer (i + 1) & 1 while the
+// consumers run row block i; they wait on the buffer's "Q empty" barrier (one arrival per consumer thread) and signal
+// "Q full" after cp.async.wait_all + fence.proxy.async.
 // Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring, each row block's
 // span read from the windows in global memory (so the first tiles are in flight while Q is still being copied);
 // warp 3 runs the fused -inf fill outside each row block's span (clean_logits). Register split as "tmas"
@@ -33,9 +32,7 @@
 #pragma once
 #include "prefill_tma_balanced.cuh"  // piece_row_windows, TmabBuf; prefill_tma.cuh's consumer loop
 
-// Q / weights / windows buffers: the loaders run up to three row blocks ahead of the consumers, two row blocks' copies
-// in flight (short row blocks finish in about one copy's latency)
-constexpr int TMAQ_QBUF = 4;
+constexpr int TMAQ_QBUF = 2;        // Q / weights / windows buffers
 // K tiles in flight: four per consumer (each consumer owns every fourth stage, so "tmas"'s 8 would leave it two; the
 // Q-shared layout frees the shared memory: 128 KB of ring at D = 128); mirrored in dispatch/sm90_tensor_map.py
 constexpr int TMAQ_STAGES = 16;
@@ -147,13 +144,12 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
       }
     } else if (warp <= TMAQ_LOADER_WARPS) {
       const int lt = tid - WARP;  // 0 .. LOADERS - 1
-      int i = 0;
 #pragma unroll 1
-      for (;; ++i) {
+      for (int i = 0;; ++i) {
         const int rb = tmaq_row_block(i, b, G);
         if (rb >= R) break;
-        const int buf = i % TMAQ_QBUF;
-        if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, (i / TMAQ_QBUF - 1) & 1);  // the consumers left use i - QBUF
+        const int buf = i & 1;
+        if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);  // the consumers left use i - 2
         const int m0 = rb * BQ, nrows = min(BQ, M - m0);
         const u8* const q_rows = q + (i64)m0 * H * D;
         cp_async_span_swizzled<D, true>(q0 + buf * Q_BYTES, q_rows, Q_BYTES, (uint32_t)nrows * H * D, q_rows, lt,
@@ -174,16 +170,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           }
           win_all[buf * BQ + lt] = make_int2(s, e);
         }
-        if (i > 0) {  // row block i - 1's copies (one group older than i's) landed: publish its buffer
-          cp_async_wait_groups<1>();
-          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
-          mbar_arrive(q_full0 + 8 * ((i - 1) % TMAQ_QBUF));
-        }
-      }
-      if (i > 0) {
         cp_async_wait_groups<0>();
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        mbar_arrive(q_full0 + 8 * ((i - 1) % TMAQ_QBUF));
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
+        mbar_arrive(q_full0 + 8 * buf);
       }
     } else if (clean) {
       // DESIGN: fused -inf fill outside each row block's span, by the last warp (disjoint from the tiles' stores)
@@ -215,9 +204,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
     for (int i = 0;; ++i) {
       const int rb = tmaq_row_block(i, b, G);
       if (rb >= R) break;
-      const int buf = i % TMAQ_QBUF;
+      const int buf = i & 1;
       const int m0 = rb * BQ, nrows = min(BQ, M - m0);
-      mbar_wait(q_full0 + 8 * buf, (i / TMAQ_QBUF) & 1);
+      mbar_wait(q_full0 + 8 * buf, (i >> 1) & 1);
       // the buffer's body compiled per buffer (tmasb4's reason: a runtime buffer index costs SASS in the tile loop)
       auto run_row_block = [&](auto bsel) {
         constexpr int BI = decltype(bsel)::value;
@@ -237,13 +226,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         }
         g += n_t;
       };
-      static_assert(TMAQ_QBUF == 4, "tmaq: one compiled copy of the row-block body per Q buffer");
-      switch (buf) {
-        case 0: run_row_block(TmabBuf<0>{}); break;
-        case 1: run_row_block(TmabBuf<1>{}); break;
-        case 2: run_row_block(TmabBuf<2>{}); break;
-        default: run_row_block(TmabBuf<3>{}); break;
-      }
+      if (buf) run_row_block(TmabBuf<1>{});
+      else run_row_block(TmabBuf<0>{});
       // this thread's wgmmas and epilogue are done with the buffer: one arrival per thread, so each thread's own
       // reads are ordered before the loaders' next copies (the protocol racecheck follows; decode's ring, session 6)
       mbar_arrive(q_empty0 + 8 * buf);

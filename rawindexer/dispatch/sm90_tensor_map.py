@@ -50,7 +50,7 @@ def shared_mem(block_m: int, heads: int, head_dim: int, consumers: int) -> int:
 
 
 #: "tmaq" (kernels/sm90/prefill_tma_qshared.cuh): Q / weights / windows buffers (two mbarriers each), K ring depth
-TMAQ_QBUF = 4
+TMAQ_QBUF = 2
 TMAQ_STAGES = 16
 
 

@@ -106,7 +106,7 @@ def test_plan_is_a_persistent_grid_within_shared_memory(qshared_dir, encoder, H,
     assert plan.symbol == f"fp8_mqa_logits_sm90_h{H}_d{D}_bm{128 // H}_tmaq"
     assert plan.grid == (132, 1, 1) and plan.block == (640, 1, 1)
     nq = 128
-    want = 4 * (nq * D + nq * 4 + (128 // H) * 8) + 16 * 64 * D + (2 * 16 + 2 * 4) * 8 + 1024
+    want = 2 * (nq * D + nq * 4 + (128 // H) * 8) + 16 * 64 * D + (2 * 16 + 2 * 2) * 8 + 1024
     assert plan.shared_mem == want <= 227 * 1024
     assert plan.config["design"] == "tmaq" and plan.config["persistent_blocks"] == 132
     # fewer row blocks than SMs: one block per row block
