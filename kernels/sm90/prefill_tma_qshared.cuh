@@ -24,8 +24,8 @@
 // into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer (i + 1) & 1 while the
 // consumers run row block i; they wait on the buffer's "Q empty" barrier (one arrival per consumer thread) and signal
 // "Q full" after cp.async.wait_all + fence.proxy.async.
-// Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring, the spans read
-// from the windows in global memory by the whole warp, 32 row blocks at a time (see "spans read a warp at a time");
+// Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring, each row block's
+// span read from the windows in global memory (so the first tiles are in flight while Q is still being copied);
 // warp 3 runs the fused -inf fill outside each row block's span (clean_logits). Register split as "tmas"
 // (setmaxnreg 32 / 112).
 // ===================================================================================================
@@ -123,31 +123,23 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   if (wgi == 0) {
     setmaxnreg_dec<ws_producer_regs<NC>()>();
     if (warp == 0) {
-      // DESIGN: spans read a warp at a time. Lane l reads the windows of the block's row block i0 + l (from global
-      // memory, not from the loaders' copy, so the first K tiles need not wait for Q), and lane 0 streams the tiles
-      // of the 32 row blocks in turn: one memory latency per 32 row blocks where a lane-0 loop paid one per row
-      // block before its tiles (ncu, call 6: the producer's window loads ~5% of the stall samples at 1024^2 H 64).
-      int g = 0;  // ring position of the next tile
+      if (lane == 0) {
+        int g = 0;  // ring position of the next tile
 #pragma unroll 1
-      for (int i0 = 0; tmaq_row_block(i0, b, G) < R; i0 += WARP) {
-        const int rb_l = tmaq_row_block(i0 + lane, b, G);
-        const int2 sp = rb_l < R ? tmaq_global_span<BQ>(cu_seqlen_ks, cu_seqlen_ke, rb_l * BQ,
-                                                        min(BQ, M - rb_l * BQ), N)
-                                 : make_int2(0, 0);
+        for (int i = 0;; ++i) {
+          const int rb = tmaq_row_block(i, b, G);
+          if (rb >= R) break;
+          // the span from global memory, not from the loaders' copy: the first K tiles need not wait for Q
+          const int m0 = rb * BQ;
+          const int2 span = tmaq_global_span<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, min(BQ, M - m0), N);
+          const int n_t = (span.y - span.x + TMA_TILE - 1) / TMA_TILE;
 #pragma unroll 1
-        for (int l = 0; l < WARP && tmaq_row_block(i0 + l, b, G) < R; ++l) {
-          const int lo = __shfl_sync(0xffffffffu, sp.x, l), hi = __shfl_sync(0xffffffffu, sp.y, l);
-          if (lane == 0) {
-            const int n_t = (hi - lo + TMA_TILE - 1) / TMA_TILE;
-#pragma unroll 1
-            for (int j = 0; j < n_t; ++j, ++g) {
-              const int stage = g % TMAQ_STAGES;
-              if (g >= TMAQ_STAGES) mbar_wait(empty0 + 8 * stage, ((g / TMAQ_STAGES) & 1) ^ 1);
-              mbar_arrive_expect_tx(full0 + 8 * stage, STAGE_BYTES);  // the whole box counts, zero-filled rows too
-              tma_load_tile(ring0 + stage * STAGE_BYTES, &k_map, lo + j * TMA_TILE, full0 + 8 * stage);
-            }
+          for (int j = 0; j < n_t; ++j, ++g) {
+            const int stage = g % TMAQ_STAGES;
+            if (g >= TMAQ_STAGES) mbar_wait(empty0 + 8 * stage, ((g / TMAQ_STAGES) & 1) ^ 1);
+            mbar_arrive_expect_tx(full0 + 8 * stage, STAGE_BYTES);  // the whole box counts, zero-filled rows too
+            tma_load_tile(ring0 + stage * STAGE_BYTES, &k_map, span.x + j * TMA_TILE, full0 + 8 * stage);
           }
-          __syncwarp();
         }
       }
     } else if (warp <= TMAQ_LOADER_WARPS) {
