@@ -75,6 +75,17 @@ def past_end(M: int, N: int, rng: np.random.Generator, diagonal: bool = False) -
     return _as_i32(ks, ke)
 
 
+def ragged(M: int, N: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Unordered random windows of up to N/2 keys with about a fifth of the rows empty (an end at or below the
+    start), starts below 0 and windows past N mixed in: the inputs the host models of the device-side schedules
+    (dispatch/sm90_balanced.py, dispatch/sm90_qshared.py) must clip and cover. Raw int64, not clipped."""
+    ks = rng.integers(-50, N + 50, size=M)
+    ke = ks + rng.integers(-10, N // 2 + 1, size=M)
+    gone = rng.random(M) < 0.2
+    ke[gone] = ks[gone] - rng.integers(0, 3, size=int(gone.sum()))
+    return ks, ke
+
+
 def multi_req(M: int, N: int, requests: int = 4, diagonal: bool = True) -> tuple[np.ndarray, np.ndarray]:
     requests = min(requests, M, N)
     rows_per = M // requests if requests else 0

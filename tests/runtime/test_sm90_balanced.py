@@ -15,18 +15,9 @@ import pytest
 from rawindexer.dispatch import sm90_balanced as sb
 from rawindexer.dispatch import sm90_tensor_map
 from rawindexer.dispatch.base import Pointers, Problem, Tunables
-from rawindexer.testing.windows import causal, multi_req
+from rawindexer.testing.windows import causal, multi_req, ragged
 
 PTRS = Pointers(*[0x100000 * (i + 1) for i in range(7)])
-
-
-def _random_windows(rng: np.random.Generator, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
-    """Windows with empty rows, windows past N and negative starts mixed in."""
-    ks = rng.integers(-50, N + 50, size=M)
-    ke = ks + rng.integers(-10, N // 2 + 1, size=M)
-    empty = rng.random(M) < 0.2
-    ke[empty] = ks[empty] - rng.integers(0, 3, size=int(empty.sum()))
-    return ks, ke
 
 
 @pytest.mark.parametrize("piece_cost", sorted(set(sb.PIECE_COSTS.values())))
@@ -35,7 +26,7 @@ def test_every_tile_is_walked_exactly_once(seed, piece_cost):
     rng = np.random.default_rng(seed + 1000 * np.random.default_rng().integers(1 << 20))
     M, N = int(rng.integers(1, 700)), int(rng.integers(1, 9000))
     block_m, blocks = int(rng.choice([4, 8, 16])), int(rng.integers(1, 140))
-    ks, ke = _random_windows(rng, M, N)
+    ks, ke = ragged(M, N, rng)
     spans = sb.row_block_spans(ks, ke, N, block_m)
     pieces = sb.schedule(ks, ke, N, block_m, blocks, piece_cost)
     seen = {}
@@ -53,7 +44,7 @@ def test_every_tile_is_walked_exactly_once(seed, piece_cost):
 def test_spans_cover_every_window():
     rng = np.random.default_rng()
     M, N, block_m = 333, 5000, 8
-    ks, ke = _random_windows(rng, M, N)
+    ks, ke = ragged(M, N, rng)
     spans = sb.row_block_spans(ks, ke, N, block_m)
     s = np.clip(ks, 0, N)
     e = np.maximum(np.clip(ke, 0, N), s)

@@ -14,18 +14,9 @@ import pytest
 from rawindexer.dispatch import sm90_qshared as sq
 from rawindexer.dispatch import sm90_tensor_map
 from rawindexer.dispatch.base import Pointers, Problem, Tunables
-from rawindexer.testing.windows import causal, multi_req
+from rawindexer.testing.windows import causal, multi_req, ragged
 
 PTRS = Pointers(*[0x100000 * (i + 1) for i in range(7)])
-
-
-def _random_windows(rng: np.random.Generator, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
-    """Windows with empty rows, windows past N and negative starts mixed in."""
-    ks = rng.integers(-50, N + 50, size=M)
-    ke = ks + rng.integers(-10, N // 2 + 1, size=M)
-    empty = rng.random(M) < 0.2
-    ke[empty] = ks[empty] - rng.integers(0, 3, size=int(empty.sum()))
-    return ks, ke
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -34,7 +25,7 @@ def test_every_tile_is_read_once_at_its_ring_stage(seed):
     M, N = int(rng.integers(1, 900)), int(rng.integers(1, 9000))
     block_m, blocks = int(rng.choice([1, 2, 4])), int(rng.integers(1, 140))
     blocks = min(blocks, -(-M // block_m))
-    ks, ke = _random_windows(rng, M, N)
+    ks, ke = ragged(M, N, rng)
     sched = sq.schedule(ks, ke, N, block_m, blocks)
     seen = set()
     for tiles in sched:
