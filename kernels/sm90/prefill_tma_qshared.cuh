@@ -23,7 +23,8 @@
 // DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1's Q (cp.async
 // into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer (i + 1) & 1 while the
 // consumers run row block i; they wait on the buffer's "Q empty" barrier (one arrival per consumer thread) and signal
-// "Q full" after cp.async.wait_all + fence.proxy.async.
+// "Q full" after cp.async.wait_all + fence.proxy.async. (Measured slower: one loader warp per buffer, and four buffers
+// with two row blocks' copies in flight; PERFORMANCE.md v17, calls 3 and 5.)
 // Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring, each row block's
 // span read from the windows in global memory (so the first tiles are in flight while Q is still being copied);
 // warp 3 runs the fused -inf fill outside each row block's span (clean_logits). Register split as "tmas"
