@@ -340,11 +340,12 @@ def nan_contract_case(M: int, N: int, H: int, D: int, seed: int, design: str = "
     return (not msgs), f"{label}: " + ("; ".join(msgs) if msgs else "ok")
 
 
-NAN_CASES = [(M, N, H, D) for (M, N) in ((7, 100), (64, 333)) for H in HEADS for D in DIMS]
+# (1100, 256): more row blocks than SMs, so the persistent designs ("tmaq") take several per block and reuse buffers
+NAN_CASES = [(M, N, H, D) for (M, N) in ((7, 100), (64, 333), (1100, 256)) for H in HEADS for D in DIMS]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("design", ["api", "mma", "wg", "tmas", "wgpr"])
+@pytest.mark.parametrize("design", ["api", "mma", "wg", "tmas", "tmasb4", "wgpr", "tmaq"])
 def test_nan_contract_sm90(design):
     _need_gpu()
     results = [nan_contract_case(M, N, H, D, seed=M + N + H + D, design=design) for M, N, H, D in NAN_CASES]
@@ -513,7 +514,7 @@ def main() -> int:
                                                       "on small shapes through the family directly, whatever the "
                                                       "default would pick there")
     parser.add_argument("--interop", action="store_true", help="only the torch / CuPy / JAX interop checks")
-    parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api, mma, wg, tmas, tmasb4, wgpr; "
+    parser.add_argument("--nan", action="store_true", help="only the NaN/Inf contract checks (api, mma, wg, tmas, tmasb4, wgpr, tmaq; "
                         "with --designs: api and those)")
     parser.add_argument("--sanitizer-subset", action="store_true", help="tiny subset for compute-sanitizer")
     parser.add_argument("--racecheck-subset", action="store_true",
@@ -538,7 +539,7 @@ def main() -> int:
         fails = 0
         # "auto" picks wg or tmas by shape: both, whatever the shape; --designs names others (with api) instead
         nan_designs = (("api", *[d for d in args.designs.split(",") if d]) if args.designs
-                       else ("api", "mma", "wg", "tmas", "tmasb4", "wgpr"))
+                       else ("api", "mma", "wg", "tmas", "tmasb4", "wgpr", "tmaq"))
         for design in nan_designs:
             for M, N, H, D in NAN_CASES:
                 ok, msg = nan_contract_case(M, N, H, D, seed=M + N + H + D, design=design)
