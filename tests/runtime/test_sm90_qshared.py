@@ -132,3 +132,16 @@ def test_auto_leaves_tmaq_when_the_caller_fixes_the_geometry(qshared_dir, encode
     assert fam.plan(p, Tunables(split_n=2), PTRS, 132).config["design"] == "wg"
     assert fam.plan(p, Tunables(num_warps=4), PTRS, 132).config["design"] == "wg"
     assert fam.plan(p, Tunables(block_m=2), PTRS, 132).config["design"] == "wg"
+
+
+def test_host_mirrors_match_the_kernel_source():
+    """The host's copies of the kernel's constants (the model's ring depth, the plan's shared memory) are the
+    source's: a change to prefill_tma_qshared.cuh must change them too."""
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[2] / "kernels" / "sm90" / "prefill_tma_qshared.cuh").read_text()
+    assert f"constexpr int TMAQ_STAGES = {sq.STAGES};" in src
+    assert f"constexpr int TMAQ_STAGES = {sm90_tensor_map.TMAQ_STAGES};" in src
+    assert f"constexpr int TMAQ_QBUF = {sm90_tensor_map.TMAQ_QBUF};" in src
+    common = (Path(__file__).resolve().parents[2] / "kernels" / "sm90" / "prefill_tma.cuh").read_text()
+    assert f"constexpr int TMA_NC = {sq.CONSUMERS};" in common and f"constexpr int TMA_TILE = {sq.TILE};" in common
