@@ -92,19 +92,39 @@ __device__ __forceinline__ RowBlock row_block_of(int M, int flags) {
   return {m0, min(BM, M - m0), (int)blockIdx.y, (flags & FLAG_CLEAN_LOGITS) != 0};
 }
 
+// Row m's window [ks[m], ke[m]) clamped to [0, N); empty (y == x) when ke <= ks.
+__device__ __forceinline__ int2 clipped_window(const int* __restrict__ ks, const int* __restrict__ ke, int m, int N) {
+  const int s = max(min(ks[m], N), 0);
+  return make_int2(s, max(min(ke[m], N), s));
+}
+
 // The windows of row block rb's rows, clamped to [0, N) (empty when ke <= ks), staged once in win_s for every warp
 // (threads tid < BM write it; the caller's barrier publishes it).
 template <int BM>
 __device__ __forceinline__ void stage_row_windows(int2* win_s, const int* __restrict__ ks, const int* __restrict__ ke,
                                                   const RowBlock& rb, int N, int tid) {
-  if (tid < BM) {
-    int s = 0, e = 0;
-    if (tid < rb.nrows) {
-      s = max(min(ks[rb.m0 + tid], N), 0);
-      e = max(min(ke[rb.m0 + tid], N), s);
+  if (tid < BM) win_s[tid] = tid < rb.nrows ? clipped_window(ks, ke, rb.m0 + tid, N) : make_int2(0, 0);
+}
+
+// The union [lo, hi) of rows [m0, m0 + nrows)'s clamped non-empty windows (nrows <= R), read from global memory:
+// what union_window gives on the same rows staged; [0, 0) when every window is empty. ("tmasb4"'s schedule prologue
+// spells the same loop inline: routed through this helper its measured SASS changes, so it stays as measured.)
+template <int R>
+__device__ __forceinline__ int2 rows_union_window(const int* __restrict__ ks, const int* __restrict__ ke, int m0,
+                                                  int nrows, int N) {
+  int lo = N, hi = 0;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (r < nrows) {
+      const int2 w = clipped_window(ks, ke, m0 + r, N);
+      if (w.y > w.x) {
+        lo = min(lo, w.x);
+        hi = max(hi, w.y);
+      }
     }
-    win_s[tid] = make_int2(s, e);
   }
+  if (hi <= lo) lo = hi = 0;
+  return make_int2(lo, hi);
 }
 
 // This block's row block, its windows staged (stage_row_windows).

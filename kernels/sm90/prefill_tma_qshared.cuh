@@ -42,27 +42,6 @@ constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the pro
 // The i-th row block of block b of G (snake order); >= the row block count once the block is done.
 __device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
 
-// The union [lo, hi) of rows [m0, m0 + nrows)'s windows, clipped to [0, N), read from global memory (the producer
-// lane and the fill warp; the same bounds union_window gives on the loaders' staged windows).
-template <int BQ>
-__device__ __forceinline__ int2 tmaq_global_span(const int* __restrict__ ks, const int* __restrict__ ke, int m0,
-                                                 int nrows, int N) {
-  int lo = N, hi = 0;
-#pragma unroll
-  for (int r = 0; r < BQ; ++r) {
-    if (r < nrows) {
-      const int s = max(min(ks[m0 + r], N), 0);
-      const int e = max(min(ke[m0 + r], N), s);
-      if (e > s) {
-        lo = min(lo, s);
-        hi = max(hi, e);
-      }
-    }
-  }
-  if (hi <= lo) lo = hi = 0;
-  return make_int2(lo, hi);
-}
-
 template <int H, int D, bool WKEEP>
 __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                          const float* __restrict__ weights,
@@ -132,7 +111,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           if (rb >= R) break;
           // the span from global memory, not from the loaders' copy: the first K tiles need not wait for Q
           const int m0 = rb * BQ;
-          const int2 span = tmaq_global_span<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, min(BQ, M - m0), N);
+          const int2 span = rows_union_window<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, min(BQ, M - m0), N);
           const int n_t = (span.y - span.x + TMA_TILE - 1) / TMA_TILE;
 #pragma unroll 1
           for (int j = 0; j < n_t; ++j, ++g) {
@@ -163,14 +142,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           cp_async4_zfill(w0 + 4 * (buf * NQ + slot), w_rows + (ok ? n : 0), ok ? 4u : 0u);
         }
         cp_async_commit_group();
-        if (lt < BQ) {
-          int s = 0, e = 0;
-          if (lt < nrows) {
-            s = max(min(cu_seqlen_ks[m0 + lt], N), 0);
-            e = max(min(cu_seqlen_ke[m0 + lt], N), s);
-          }
-          win_all[buf * BQ + lt] = make_int2(s, e);
-        }
+        if (lt < BQ) win_all[buf * BQ + lt] = lt < nrows ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N)
+                                                        : make_int2(0, 0);
         cp_async_wait_groups<0>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
         mbar_arrive(q_full0 + 8 * buf);
@@ -183,7 +156,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         const int rb = tmaq_row_block(i, b, G);
         if (rb >= R) break;
         const int m0 = rb * BQ, nrows = min(BQ, M - m0);
-        const int2 span = tmaq_global_span<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, nrows, N);
+        const int2 span = rows_union_window<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, nrows, N);
         float* dst_row = out + (i64)m0 * out_row_stride;
 #pragma unroll 1
         for (int r = 0; r < nrows; ++r, dst_row += out_row_stride) {
