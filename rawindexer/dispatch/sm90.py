@@ -79,6 +79,8 @@ SS_STAGES = 3  # ss_stages<KSRC>() in kernels/experimental/fp8_mqa_logits_sm90_e
 WS_CONSUMERS = {name: d.params["consumers"] for name, d in registry.SM90_DESIGNS.items() if "consumers" in d.params}
 #: designs whose block computes a pair of row blocks (R - 1 - x and x) with two warpgroups: grid ceil(R / 2), 8 warps
 PAIRED_DESIGNS = tuple(name for name, d in registry.SM90_DESIGNS.items() if d.params.get("paired_rows"))
+#: designs whose blocks walk the row blocks in an order of their own (pairs; tmaq's snake order): no reverse flag
+OWN_ROW_ORDER_DESIGNS = PAIRED_DESIGNS + tuple(n for n, d in registry.SM90_DESIGNS.items() if d.params.get("q_shared"))
 PAIRED_WARPS = 8
 WS_STAGES = 6
 #: "ws" SplitN: the cost of one block's prologue (Q staging, ring fill, drain) in 64-token tiles (estimate)
@@ -344,9 +346,9 @@ class Sm90Family(KernelFamily):
         logits; high-m rows first past REVERSE_ROWS_MIN_N keys unless asked, the zigzag order below it for
         ZIGZAG_DESIGNS unless the caller fixed reverse_rows; the float4 -inf fill where every row of out starts
         16-byte aligned: every design's fill takes it), packed kernargs."""
-        # (a paired design's blocks take row blocks R - 1 - x and x whatever the flags say)
+        # (a paired design's blocks take row blocks R - 1 - x and x, tmaq's its snake order, whatever the flags say)
         reverse = (t.reverse_rows if t.reverse_rows is not None
-                   else p.N > REVERSE_ROWS_MIN_N and self.design not in PAIRED_DESIGNS)
+                   else p.N > REVERSE_ROWS_MIN_N and self.design not in OWN_ROW_ORDER_DESIGNS)
         zigzag = t.reverse_rows is None and not reverse and self.design in ZIGZAG_DESIGNS
         flags = ((FLAG_CLEAN_LOGITS if p.clean_logits else 0) | (FLAG_REVERSE_ROWS if reverse else 0)
                  | (FLAG_ZIGZAG_ROWS if zigzag else 0))
@@ -416,6 +418,9 @@ class Sm90Family(KernelFamily):
         if t.split_n not in (0, None, 1):
             raise ValueError(f"split_n must be 1 for design {self.design!r} (its consumers split each row block's "
                              f"keys), got {t.split_n}")
+        if t.reverse_rows is not None:
+            raise ValueError(f"reverse_rows must be None for design {self.design!r}: its blocks walk the row blocks in "
+                             f"their own snake order, got {t.reverse_rows}")
         row_blocks = max(1, ceil(p.M / block_m))
         blocks = min(cus, row_blocks)
         plan = self._launch_plan(symbol, p, t, pointers, block_m, blocks, 1, warps,

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .sm90_balanced import row_block_spans
+
 #: kernels/sm90/prefill_tma.cuh: TMA_TILE, TMA_NC; prefill_tma_qshared.cuh: TMAQ_STAGES
 TILE = 64
 STAGES = 16
@@ -28,17 +30,6 @@ def row_block_order(block: int, blocks: int, row_blocks: int) -> list[int]:
         i += 1
 
 
-def row_block_span(ks: np.ndarray, ke: np.ndarray, N: int, m0: int, nrows: int) -> tuple[int, int]:
-    """The union [lo, hi) of rows [m0, m0 + nrows)'s windows clipped to [0, N); (0, 0) when all are empty."""
-    lo, hi = N, 0
-    for m in range(m0, m0 + nrows):
-        s = max(min(int(ks[m]), N), 0)
-        e = max(min(int(ke[m]), N), s)
-        if e > s:
-            lo, hi = min(lo, s), max(hi, e)
-    return (0, 0) if hi <= lo else (lo, hi)
-
-
 @dataclass(frozen=True)
 class ConsumerTile:
     row_block: int
@@ -51,14 +42,12 @@ class ConsumerTile:
 
 def schedule(ks: np.ndarray, ke: np.ndarray, N: int, block_m: int, blocks: int) -> list[list[ConsumerTile]]:
     """Per persistent block, the tiles its consumers read, as the kernel walks them."""
-    M = len(ks)
-    R = -(-M // block_m)
+    spans = row_block_spans(ks, ke, N, block_m)  # the union a row block's tiles cover, as the kernel clips it
     out = []
     for b in range(blocks):
         tiles, g = [], 0
-        for rb in row_block_order(b, blocks, R):
-            m0 = rb * block_m
-            lo, hi = row_block_span(ks, ke, N, m0, min(block_m, M - m0))
+        for rb in row_block_order(b, blocks, len(spans)):
+            lo, hi = (int(v) for v in spans[rb])
             n_t = -(-(hi - lo) // TILE)
             for c in range(CONSUMERS):
                 j0 = (c - g) % CONSUMERS  # the consumer of ring position p is p % CONSUMERS

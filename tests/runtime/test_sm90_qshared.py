@@ -13,6 +13,7 @@ import pytest
 
 from rawindexer.dispatch import sm90_qshared as sq
 from rawindexer.dispatch import sm90_tensor_map
+from rawindexer.dispatch.sm90_balanced import row_block_spans
 from rawindexer.dispatch.base import Pointers, Problem, Tunables
 from rawindexer.testing.windows import causal, multi_req, ragged
 
@@ -36,11 +37,9 @@ def test_every_tile_is_read_once_at_its_ring_stage(seed):
             seen.add((t.row_block, t.tile))
             assert t.position % sq.CONSUMERS == t.consumer
             assert (t.stage, t.phase) == (t.position % sq.STAGES, (t.position // sq.STAGES) & 1), t
-    R = -(-M // block_m)
     want = set()
-    for rb in range(R):
-        lo, hi = sq.row_block_span(ks, ke, N, rb * block_m, min(block_m, M - rb * block_m))
-        want |= {(rb, t) for t in range(-(-(hi - lo) // sq.TILE))}
+    for rb, (lo, hi) in enumerate(row_block_spans(ks, ke, N, block_m)):
+        want |= {(rb, t) for t in range(-(-(int(hi) - int(lo)) // sq.TILE))}
     assert seen == want
 
 
@@ -105,13 +104,15 @@ def test_plan_is_a_persistent_grid_within_shared_memory(qshared_dir, encoder, H,
     assert small.grid == (-(-5 // (128 // H)), 1, 1)
 
 
-def test_plan_refuses_split_n(qshared_dir, encoder):
+def test_plan_refuses_split_n_and_a_row_order(qshared_dir, encoder):
     from rawindexer.dispatch.sm90 import Sm90Family
 
     fam = Sm90Family(qshared_dir, design="tmaq")
     with pytest.raises(ValueError, match="split_n must be 1"):
         fam.plan(Problem(1024, 1024, 64, 128, 1024, False), Tunables(split_n=2), PTRS, 132)
     assert fam.plan(Problem(1024, 1024, 64, 128, 1024, False), Tunables(split_n=1), PTRS, 132).grid == (132, 1, 1)
+    with pytest.raises(ValueError, match="reverse_rows must be None"):
+        fam.plan(Problem(1024, 1024, 64, 128, 1024, False), Tunables(reverse_rows=True), PTRS, 132)
 
 
 def test_multi_req_rows_keep_their_requests_apart():
@@ -145,3 +146,11 @@ def test_host_mirrors_match_the_kernel_source():
     assert f"constexpr int TMAQ_QBUF = {sm90_tensor_map.TMAQ_QBUF};" in src
     common = (Path(__file__).resolve().parents[2] / "kernels" / "sm90" / "prefill_tma.cuh").read_text()
     assert f"constexpr int TMA_NC = {sq.CONSUMERS};" in common and f"constexpr int TMA_TILE = {sq.TILE};" in common
+
+
+def test_plan_sets_no_row_order_flag(qshared_dir, encoder):
+    """tmaq's blocks walk their own snake order: the plan never asks for the reversed row order it would ignore."""
+    from rawindexer.dispatch.sm90 import Sm90Family
+
+    plan = Sm90Family(qshared_dir, design="tmaq").plan(Problem(4096, 4096, 32, 128, 4096, False), Tunables(), PTRS, 132)
+    assert not plan.config["reverse_rows"] and not plan.config["zigzag_rows"]
