@@ -52,8 +52,17 @@ HEAD_DIM = 128
 L2_BYTES = 60 * 2**20
 
 
+#: --trace: a wall-clock stamp at the start of each timed phase of a case, to line the log up with a clock / power trace
+TRACE = False
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def phase(name: str) -> None:
+    if TRACE:
+        log(f"@{time.time():.3f} {name}")
 
 
 def windows_for(mode: str, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
@@ -231,6 +240,7 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                 outs = [torch.empty((M, N), device="cuda", dtype=torch.float32) for _ in range(nsets)]
                 for clean in cleans:
                     t0 = time.time()
+                    phase(f"{M}x{N} {window} c{int(clean)} H{H} check")
                     # the call as a serving loop makes it: torch tensors in, a new output out (as DeepGEMM's)
                     ours = lambda i: rawindexer.fp8_mqa_logits(*sets[i], clean_logits=clean)
                     tri = lambda i: fp8_mqa_logits_triton(*sets[i], clean_logits=clean)
@@ -248,6 +258,7 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                             dg_check = f"error {type(exc).__name__}"
                             log(f"DeepGEMM failed at {M}x{N} H={H}: {exc}")
                     del ref
+                    phase(f"{M}x{N} {window} c{int(clean)} H{H} ours")
                     us_ours, host_ours = time_device_and_host(ours, nsets, reps)
                     loop_ours = time_loop(ours, nsets, loop_calls(reps, us_ours))
                     # the serving loop's form: persistent buffers bound once (README), launched back to back
@@ -255,7 +266,9 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                     bound = [indexer.bind(*sets[i], clean_logits=clean, out=outs[i]) for i in range(nsets)]
                     loop_bound = time_loop(lambda i: bound[i](), nsets, loop_calls(reps, us_ours))
                     del bound, indexer
+                    phase("triton")
                     us_tri = time_fn(tri, nsets, reps)
+                    phase("torch")
                     us_torch = time_fn(ref_fn, nsets, torch_reps, warmup=1)
                     tflops = 2 * H * HEAD_DIM * pairs / us_ours / 1e6
                     row = Row(M, N, clean, window, H, us_torch, us_tri, us_ours, tflops, 100 * tflops / peak)
@@ -263,9 +276,11 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                     row.ours_bound_loop_us = loop_bound
                     if deepgemm is not None and not dg_check.startswith("error"):
                         dg = lambda i: deepgemm(*sets[i], clean)
+                        phase("deepgemm")
                         row.dg_us, row.dg_host_us = time_device_and_host(dg, nsets, reps)
                         row.dg_loop_us = time_loop(dg, nsets, loop_calls(reps, row.dg_us))
                     rows.append(row)
+                    phase("end")
                     log(f"{M:5d} {N:6d} clean={int(clean)} {window:9s} H={H}: ours a {loop_ours:8.1f} "
                         f"a-bound {loop_bound:8.1f} b {us_ours:8.1f} "
                         f"c {host_ours:5.1f} us | DeepGEMM a {row.dg_loop_us:8.1f} b {row.dg_us:8.1f} "
@@ -552,6 +567,14 @@ def dlpack_cost_table(reps: int = 2000, rounds: int = 7) -> str:
     return "\n".join(lines)
 
 
+def _shape_list(value: str) -> list[tuple[int, int]]:
+    """--shapes: "1024x131072,4096x4096" -> [(1024, 131072), (4096, 4096)]."""
+    try:
+        return [(int(m), int(n)) for m, n in (part.split("x") for part in value.split(","))]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of MxN, e.g. 1024x131072, got {value!r}") from None
+
+
 def main(argv: list[str] | None = None) -> int | None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--paged" in argv:  # the decode op's benchmark takes the remaining arguments
@@ -564,21 +587,28 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--out", type=Path, default=None, help="folder for bench_h200.{csv,png,txt}")
     parser.add_argument("--quick", action="store_true", help="three shapes, H=32 only")
     parser.add_argument("--tune", action="store_true", help="also time a few tunable settings per causal case")
+    parser.add_argument("--shapes", type=_shape_list, default=None,
+                        help="comma list of MxN (default: the benchmark's shapes, or --quick's)")
+    parser.add_argument("--heads", type=lambda v: tuple(int(h) for h in v.split(",")), default=None,
+                        help="comma list of head counts (default: 32,64; --quick: 32)")
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--trace", action="store_true", help="stamp the start of each timed phase (wall clock)")
     parser.add_argument("--torch-reps", type=int, default=3)
     parser.add_argument("--host-only", action="store_true", help="only the host-cost table (needs a GPU)")
     parser.add_argument("--dlpack-cost", action="store_true",
                         help="only the DLPack cost table (runs without a GPU: CPU arrays of each framework present)")
     args = parser.parse_args(argv)
     command = "python -m rawindexer.bench " + " ".join(argv)
+    global TRACE
+    TRACE = args.trace
     if args.dlpack_cost:
         print(f"$ {command}\n\n{dlpack_cost_table()}")
         return
     if args.host_only:
         print(f"$ {command}\n\n{host_cost_table()}")
         return
-    shapes = [(1024, 1024), (4096, 32768), (128, 32768)] if args.quick else SHAPES
-    heads = (32,) if args.quick else HEADS
+    shapes = args.shapes or ([(1024, 1024), (4096, 32768), (128, 32768)] if args.quick else SHAPES)
+    heads = args.heads or ((32,) if args.quick else HEADS)
     rows, peak = run(shapes, WINDOWS, heads, (True, False), args.reps, args.torch_reps, args.tune)
     host_table = host_cost_table()
     print(report(rows, peak, args.out, command, host_table))

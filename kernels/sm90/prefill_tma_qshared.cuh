@@ -38,6 +38,12 @@ constexpr int TMAQ_QBUF = 2;        // Q / weights / windows buffers
 // Q-shared layout frees the shared memory: 128 KB of ring at D = 128); mirrored in dispatch/sm90_tensor_map.py
 constexpr int TMAQ_STAGES = 16;
 constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the producer warpgroup stage Q
+// DESIGN: Q prefetched into L2 a row block ahead. Once row block i's copies are issued, a loader lane hints row block
+// i + QBUF's Q rows and weights into L2 (cp.async.bulk.prefetch.L2): their copy waits for the consumers to leave
+// buffer i & 1, and at short rows that wait is about one row block, less than a DRAM round trip plus the copy.
+#ifndef TMAQ_L2_PREFETCH
+#define TMAQ_L2_PREFETCH 0
+#endif
 
 // The i-th row block of block b of G (snake order); >= the row block count once the block is done.
 __device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
@@ -142,6 +148,16 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           cp_async4_zfill(w0 + 4 * (buf * NQ + slot), w_rows + (ok ? n : 0), ok ? 4u : 0u);
         }
         cp_async_commit_group();
+#if TMAQ_L2_PREFETCH
+        if (lt == 0) {  // a hint: no effect on results
+          const int rb_next = tmaq_row_block(i + TMAQ_QBUF, b, G);
+          if (rb_next < R) {
+            const int m1 = rb_next * BQ, rows1 = min(BQ, M - m1);
+            prefetch_l2_span(q + (i64)m1 * H * D, (uint32_t)(rows1 * H * D));
+            prefetch_l2_span(weights + (i64)m1 * H, (uint32_t)(rows1 * H * 4));
+          }
+        }
+#endif
         if (lt < BQ) win_all[buf * BQ + lt] = lt < nrows ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N)
                                                         : make_int2(0, 0);
         cp_async_wait_groups<0>();
