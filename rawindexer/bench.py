@@ -13,7 +13,8 @@ Three numbers per implementation:
               form README gives serving loops, ``Indexer.bind`` on persistent buffers (a bound launch per input
               set, called back to back: "(a) bound");
   (b) device: CUDA events around each call with the stream kept busy for ~1 ms before it, so the host path
-              is hidden: device time only (median);
+              is hidden: device time only (median); ours and DeepGEMM's each start after --settle s (default
+              1) of idle, so both start from the same power state (see SETTLE_S);
   (c) host:   wall-clock microseconds of the host per call, measured in (b)'s loop while the GPU queue is
               non-empty (median), i.e. what the call costs the host thread.
 (a) within ~(b) means the host path hides behind the kernel. The alternative is DeepGEMM's fp8_mqa_logits
@@ -58,6 +59,22 @@ TRACE = False
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+#: seconds the card idles before each device-time (b) measurement, ours and DeepGEMM's alike (--settle): under a long
+#: kernel the H200 reaches its power cap within ~0.1 s when the seconds before were busy, and then lowers the SM clock
+#: (docs/results/session12/c1: 1980 -> 1845 MHz inside one case's timing), so without it a case's number depends on
+#: what the benchmark ran just before it (the previous case's Triton and torch timings)
+SETTLE_S = 1.0
+
+
+def settle(seconds: float) -> None:
+    """Let the card idle ``seconds`` (after finishing its queue) before a timed phase."""
+    if seconds > 0:
+        import torch
+
+        torch.cuda.synchronize()
+        time.sleep(seconds)
 
 
 def phase(name: str) -> None:
@@ -215,7 +232,8 @@ def quick_check(ours, ref, clean: bool, ks, ke) -> str:
     return "ok" if diff < 1e-3 else f"diff {diff:.1e}"
 
 
-def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) -> tuple[list[Row], float]:
+def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool,
+        settle_s: float = SETTLE_S) -> tuple[list[Row], float]:
     import torch
 
     import rawindexer
@@ -259,6 +277,7 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                             log(f"DeepGEMM failed at {M}x{N} H={H}: {exc}")
                     del ref
                     phase(f"{M}x{N} {window} c{int(clean)} H{H} ours")
+                    settle(settle_s)
                     us_ours, host_ours = time_device_and_host(ours, nsets, reps)
                     loop_ours = time_loop(ours, nsets, loop_calls(reps, us_ours))
                     # the serving loop's form: persistent buffers bound once (README), launched back to back
@@ -277,6 +296,7 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool) 
                     if deepgemm is not None and not dg_check.startswith("error"):
                         dg = lambda i: deepgemm(*sets[i], clean)
                         phase("deepgemm")
+                        settle(settle_s)
                         row.dg_us, row.dg_host_us = time_device_and_host(dg, nsets, reps)
                         row.dg_loop_us = time_loop(dg, nsets, loop_calls(reps, row.dg_us))
                     rows.append(row)
@@ -339,7 +359,8 @@ def _geomean(xs: list[float]) -> float:
 def report(rows: list[Row], peak: float, out_dir: Path | None, command: str, host_table: str = "") -> str:
     lines = [f"fp8 tensor peak measured in this run (torch._scaled_mm 8192^3): {peak:.0f} TFLOP/s",
              "(a) back-to-back calls, host included (public call, new output; 'bound': Indexer.bind on persistent "
-             "buffers); (b) device only; (c) host µs per call with the GPU queue non-empty",
+             "buffers); (b) device only, after --settle s of idle; (c) host µs per call with the GPU queue "
+             "non-empty",
              "",
              "s_q\ts_k\tclean\twindow\tH\tours (a) µs\tours (a) bound µs\tours (b) µs\tours (c) µs\t(a)/(b)\t"
              "(a) bound/(b)\t"
@@ -592,6 +613,8 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--heads", type=lambda v: tuple(int(h) for h in v.split(",")), default=None,
                         help="comma list of head counts (default: 32,64; --quick: 32)")
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--settle", type=float, default=SETTLE_S,
+                        help=f"seconds of idle before each device-time (b) measurement (default {SETTLE_S}; 0: none)")
     parser.add_argument("--trace", action="store_true", help="stamp the start of each timed phase (wall clock)")
     parser.add_argument("--torch-reps", type=int, default=3)
     parser.add_argument("--host-only", action="store_true", help="only the host-cost table (needs a GPU)")
@@ -609,7 +632,7 @@ def main(argv: list[str] | None = None) -> int | None:
         return
     shapes = args.shapes or ([(1024, 1024), (4096, 32768), (128, 32768)] if args.quick else SHAPES)
     heads = args.heads or ((32,) if args.quick else HEADS)
-    rows, peak = run(shapes, WINDOWS, heads, (True, False), args.reps, args.torch_reps, args.tune)
+    rows, peak = run(shapes, WINDOWS, heads, (True, False), args.reps, args.torch_reps, args.tune, args.settle)
     host_table = host_cost_table()
     print(report(rows, peak, args.out, command, host_table))
 

@@ -6,7 +6,8 @@
 
 Grid: B in {1, 8, 64, 256} x context in {4096, 32768, 131072} x next_n {1, 2} x H {32, 64}, D = 128, every
 sequence at the full context, physical blocks shuffled. Times are GPU times per call from a CUDA graph of
-``REPS`` calls (host cost excluded; both kernels captured the same way). "cache GB/s" = bytes of the fused
+``REPS`` calls (host cost excluded; both kernels captured the same way), each timing after ``--settle`` s (default 1)
+of idle so every design and DeepGEMM start from the same power state (rawindexer.bench.SETTLE_S). "cache GB/s" = bytes of the fused
 cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the card's read bandwidth (a torch
 sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are marked L2: their bandwidth is not
 HBM's. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from the same inputs).
@@ -17,6 +18,8 @@ import argparse
 import sys
 import time
 from pathlib import Path
+
+from .bench import SETTLE_S, settle
 
 REPS = 20
 L2_BYTES = 50 * 1024 * 1024
@@ -47,8 +50,9 @@ def read_bandwidth(torch, gib: int = 4) -> float:
     return gib * (1 << 30) / best
 
 
-def graph_time(torch, fn, reps: int = REPS) -> float:
-    """Seconds per call of ``fn`` replayed from a CUDA graph of ``reps`` calls (median of 5 replays)."""
+def graph_time(torch, fn, reps: int = REPS, settle_s: float = SETTLE_S) -> float:
+    """Seconds per call of ``fn`` replayed from a CUDA graph of ``reps`` calls (median of 5 replays), the replays
+    after ``settle_s`` s of idle."""
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         fn()
@@ -58,7 +62,7 @@ def graph_time(torch, fn, reps: int = REPS) -> float:
         for _ in range(reps):
             fn()
     graph.replay()
-    torch.cuda.synchronize()
+    settle(settle_s)
     times = []
     for _ in range(5):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -156,7 +160,7 @@ def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str
 
 
 def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...] = DESIGNS,
-        batches: tuple[int, ...] = GRID_B) -> int:
+        batches: tuple[int, ...] = GRID_B, settle_s: float = SETTLE_S) -> int:
     import torch
 
     import rawindexer
@@ -164,7 +168,8 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
     bw = read_bandwidth(torch)
     name = torch.cuda.get_device_name(0)
     lines = [f"# fp8_paged_mqa_logits on {name}: read bandwidth (torch sum, 4 GiB) {bw / 1e12:.2f} TB/s; "
-             f"block_size {block_size}, D {HEAD_DIM}, GPU time per call from CUDA graphs of {REPS} calls",
+             f"block_size {block_size}, D {HEAD_DIM}, GPU time per call from CUDA graphs of {REPS} calls, "
+             f"each timing after {settle_s:g} s of idle",
              "| B | context | next_n | H | design | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
@@ -191,12 +196,12 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
                         lines.append(f"# alternative: {reason}")
                         dg_note_printed = True
                 else:
-                    t_dg = graph_time(torch, dg)
+                    t_dg = graph_time(torch, dg, settle_s=settle_s)
                     ref = dg().float()
                 for design in designs:
                     ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
                         q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=design)
-                    t_ours = graph_time(torch, ours)
+                    t_ours = graph_time(torch, ours, settle_s=settle_s)
                     diff = float("nan")
                     if ref is not None:
                         ours()
@@ -226,11 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path)
     parser.add_argument("--designs", "--variants", default=",".join(DESIGNS),
                         help=f"designs timed, default {','.join(DESIGNS)} (--variants: its older name)")
+    parser.add_argument("--settle", type=float, default=SETTLE_S,
+                        help=f"seconds of idle before each timing (default {SETTLE_S}; 0: none)")
     parser.add_argument("--batches", default=",".join(map(str, GRID_B)), help="B values, in the order run")
     args = parser.parse_args(argv)
     t0 = time.time()
     rc = run(args.quick, args.block_size, args.log, tuple(args.designs.split(",")),
-             tuple(int(b) for b in args.batches.split(",")))
+             tuple(int(b) for b in args.batches.split(",")), args.settle)
     print(f"# {time.time() - t0:.0f} s", file=sys.stderr)
     return rc
 

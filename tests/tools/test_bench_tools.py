@@ -90,3 +90,20 @@ def test_ncu_regions_groups_runs_of_equal_execution_counts(tmp_path):
     assert regs[1].executed == 2 * warps * trips and regs[1].samples == sum(s for *_, s in loop)
     mix = ncu_regions.opcodes(instrs, 0, regs[0].end)
     assert mix == {"LDC": warps, "IMAD": warps * (len(prologue) - 1)}  # the predicate is not the opcode
+
+
+def test_bench_shape_list_and_settle_options(monkeypatch):
+    import argparse
+
+    import pytest
+
+    from rawindexer import bench
+
+    assert bench._shape_list("1024x131072,128x32768") == [(1024, 131072), (128, 32768)]
+    for bad in ("1024", "1024x", "ax4", "1024x1024,4"):
+        with pytest.raises(argparse.ArgumentTypeError, match="MxN"):
+            bench._shape_list(bad)
+    slept = []
+    monkeypatch.setattr(bench.time, "sleep", slept.append)
+    bench.settle(0)  # no idle asked: returns without touching the GPU or sleeping
+    assert slept == []
