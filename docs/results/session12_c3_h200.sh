@@ -9,6 +9,7 @@ OUT=/tmp/session12_c3; rm -rf "$OUT"
 source docs/results/device_common.sh   # step, run_step, pack
 PACK=$RES/session12_c3.tgz
 DEADLINE=${DEADLINE:-300}
+export RAWINDEXER_RACE_BUILD=$PWD/rawindexer/_kernels   # the race launcher on the shipped build
 TAIL=30 run_step entry_mr 90 python3 bench/entry_points_device.py --shape 1024x1024 --heads 64 --window multi_req --clean 0
 TAIL=30 run_step entry_causal 90 python3 bench/entry_points_device.py --shape 1024x1024 --heads 64 --window causal --clean 0
 TAIL=30 run_step entry_4096 90 python3 bench/entry_points_device.py --shape 4096x4096 --heads 64 --window multi_req --clean 0 --design tmas
