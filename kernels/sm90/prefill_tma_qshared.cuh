@@ -44,12 +44,49 @@ constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the pro
 #ifndef TMAQ_L2_PREFETCH
 #define TMAQ_L2_PREFETCH 0
 #endif
+// Experiment (off): at entry the producer lane hints the block's 1/G slice of K and of the scales into L2 before it
+// reads its first span, so the first K tiles (which wait for that read) find their lines in L2, not in HBM.
+#ifndef TMAQ_K_PREFETCH
+#define TMAQ_K_PREFETCH 0
+#endif
+
+// DIAGNOSTIC (TMAQ_TRACE, never in a shipped build): per block, SM cycle stamps (clock64, relative to the block's
+// entry) of each role's steps for its first TMAQ_TRACE_ROW_BLOCKS row blocks, plus %globaltimer at entry and exit to
+// line blocks up and convert cycles to time; read back by bench/tmaq_trace.py through cuModuleGetGlobal.
+#ifndef TMAQ_TRACE
+#define TMAQ_TRACE 0
+#endif
+#if TMAQ_TRACE
+constexpr int TMAQ_TRACE_BLOCKS = 132, TMAQ_TRACE_ROW_BLOCKS = 6;
+// slots: 0 entry globaltimer, 1 exit globaltimer (consumer 0), 2 exit clock; 3 + 2 i (+1): producer span read,
+// row block i's last TMA issued; 15 + 2 i (+1): loaders' copy start (Q buffer free), Q full arrive;
+// 27 + 12 c + 2 i (+1): consumer c past Q full, done with the row block
+constexpr int TMAQ_TRACE_SLOTS = 27 + 12 * 4;
+__device__ long long tmaq_trace[TMAQ_TRACE_BLOCKS][TMAQ_TRACE_SLOTS];
+__device__ __forceinline__ long long tmaq_globaltimer() {
+  long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define TMAQ_STAMP(slot, t0)                                                                              \
+  do {                                                                                                    \
+    if (b < TMAQ_TRACE_BLOCKS) tmaq_trace[b][(slot)] = (long long)clock64() - (t0);                     \
+  } while (0)
+#define TMAQ_STAMP_RB(base, i, k, t0)                                                                     \
+  do {                                                                                                    \
+    if ((i) < TMAQ_TRACE_ROW_BLOCKS) TMAQ_STAMP((base) + 2 * (i) + (k), t0);                            \
+  } while (0)
+#else
+#define TMAQ_STAMP(slot, t0) ((void)0)
+#define TMAQ_STAMP_RB(base, i, k, t0) ((void)0)
+#endif
 
 // The i-th row block of block b of G (snake order); >= the row block count once the block is done.
 __device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
 
 template <int H, int D, bool WKEEP>
-__device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
+__device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ q, const u8* __restrict__ k,
+                                                         const float* __restrict__ kv_scale,
                                                          const float* __restrict__ weights,
                                                          const int* __restrict__ cu_seqlen_ks,
                                                          const int* __restrict__ cu_seqlen_ke, float* __restrict__ out,
@@ -87,6 +124,10 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   const bool clean = flags & FLAG_CLEAN_LOGITS;
   const int G = gridDim.x, b = blockIdx.x;
   const int R = (M + BQ - 1) / BQ;
+#if TMAQ_TRACE
+  const long long t_entry = clock64();
+  if (tid == 0 && b < TMAQ_TRACE_BLOCKS) tmaq_trace[b][0] = tmaq_globaltimer();
+#endif
 
   const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
   const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
@@ -110,6 +151,15 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
     setmaxnreg_dec<ws_producer_regs<NC>()>();
     if (warp == 0) {
       if (lane == 0) {
+#if TMAQ_K_PREFETCH
+        {
+          const int n0 = (int)((i64)N * b / G), n1 = (int)((i64)N * (b + 1) / G);
+          if (n1 > n0) {
+            prefetch_l2_span(k + (i64)n0 * D, (uint32_t)(n1 - n0) * D);
+            prefetch_l2_span(kv_scale + n0, (uint32_t)(n1 - n0) * 4);
+          }
+        }
+#endif
         int g = 0;  // ring position of the next tile
 #pragma unroll 1
         for (int i = 0;; ++i) {
@@ -119,6 +169,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           const int m0 = rb * BQ;
           const int2 span = rows_union_window<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, min(BQ, M - m0), N);
           const int n_t = (span.y - span.x + TMA_TILE - 1) / TMA_TILE;
+          TMAQ_STAMP_RB(3, i, 0, t_entry);
 #pragma unroll 1
           for (int j = 0; j < n_t; ++j, ++g) {
             const int stage = g % TMAQ_STAGES;
@@ -126,6 +177,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
             mbar_arrive_expect_tx(full0 + 8 * stage, STAGE_BYTES);  // the whole box counts, zero-filled rows too
             tma_load_tile(ring0 + stage * STAGE_BYTES, &k_map, span.x + j * TMA_TILE, full0 + 8 * stage);
           }
+          TMAQ_STAMP_RB(3, i, 1, t_entry);
         }
       }
     } else if (warp <= TMAQ_LOADER_WARPS) {
@@ -136,6 +188,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         if (rb >= R) break;
         const int buf = i & 1;
         if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);  // the consumers left use i - 2
+        if (lt == 0) TMAQ_STAMP_RB(15, i, 0, t_entry);
         const int m0 = rb * BQ, nrows = min(BQ, M - m0);
         const u8* const q_rows = q + (i64)m0 * H * D;
         cp_async_span_swizzled<D, true>(q0 + buf * Q_BYTES, q_rows, Q_BYTES, (uint32_t)nrows * H * D, q_rows, lt,
@@ -163,6 +216,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         cp_async_wait_groups<0>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
         mbar_arrive(q_full0 + 8 * buf);
+        if (lt == 0) TMAQ_STAMP_RB(15, i, 1, t_entry);
       }
     } else if (clean) {
       // DESIGN: fused -inf fill outside each row block's span, by the last warp (disjoint from the tiles' stores)
@@ -197,6 +251,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
       const int buf = i & 1;
       const int m0 = rb * BQ, nrows = min(BQ, M - m0);
       mbar_wait(q_full0 + 8 * buf, (i >> 1) & 1);
+      if (tid % 128 == 0) TMAQ_STAMP_RB(27 + 12 * c, i, 0, t_entry);
       // the buffer's body compiled per buffer (tmasb4's reason: a runtime buffer index costs SASS in the tile loop)
       auto run_row_block = [&](auto bsel) {
         constexpr int BI = decltype(bsel)::value;
@@ -220,8 +275,15 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
       else run_row_block(TmabBuf<0>{});
       // this thread's wgmmas and epilogue are done with the buffer: one arrival per thread, so each thread's own
       // reads are ordered before the loaders' next copies (the protocol racecheck follows; decode's ring, session 6)
+      if (tid % 128 == 0) TMAQ_STAMP_RB(27 + 12 * c, i, 1, t_entry);
       mbar_arrive(q_empty0 + 8 * buf);
     }
+#if TMAQ_TRACE
+    if (tid == 128 && b < TMAQ_TRACE_BLOCKS) {
+      tmaq_trace[b][1] = tmaq_globaltimer();
+      tmaq_trace[b][2] = clock64() - t_entry;
+    }
+#endif
   }
 }
 
@@ -230,9 +292,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
       fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmaq(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {           \
     static_assert(BM == 128 / H, "tmaq: BLOCK_M = 128 / H rows per row block");                                       \
-    (void)k;                                                                                                          \
     (void)num_warps;                                                                                                  \
     (void)split_n;                                                                                                    \
-    fp8_mqa_logits_tmaq_body<H, D, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, N, \
-                                         flags, k_map);                                                              \
+    fp8_mqa_logits_tmaq_body<H, D, true>(q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, \
+                                         N, flags, k_map);                                                           \
   }
