@@ -46,6 +46,16 @@ constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the pro
 #endif
 // Experiment (off): at entry the producer lane hints the block's 1/G slice of K and of the scales into L2 before it
 // reads its first span, so the first K tiles (which wait for that read) find their lines in L2, not in HBM.
+// Experiment (off): the loaders never wait for their copies. Each loader thread's copies (Q, weights, and the row
+// block's raw windows, 4-byte cp.async) arrive on the buffer's "Q full" barrier as they complete
+// (cp.async.mbarrier.arrive.noinc), so row block i + 1's copies are in flight while i's land (the shipped loaders wait
+// for i's with cp.async.wait_all before they start i + 1: ~1.2 us per row block in TMAQ_TRACE's timeline at 1024^2
+// multi_req H 64, where the consumers then wait for Q). The generic-to-async proxy fence moves to the consumers, after
+// their wait (PTX memory model: an async proxy fence anywhere on the causality path from the copy to the wgmma), and
+// they clamp the raw windows as they read them.
+#ifndef TMAQ_ASYNC_Q
+#define TMAQ_ASYNC_Q 0
+#endif
 #ifndef TMAQ_K_PREFETCH
 #define TMAQ_K_PREFETCH 0
 #endif
@@ -200,7 +210,18 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           const uint32_t j = n / 8, slot = 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
           cp_async4_zfill(w0 + 4 * (buf * NQ + slot), w_rows + (ok ? n : 0), ok ? 4u : 0u);
         }
+#if TMAQ_ASYNC_Q
+        if (lt < BQ) {  // raw windows; rows past M: zero-filled, an empty window
+          const bool ok = lt < nrows;
+          const uint32_t wdst = (uint32_t)__cvta_generic_to_shared(win_all + buf * BQ + lt);
+          cp_async4_zfill(wdst, cu_seqlen_ks + (ok ? m0 + lt : 0), ok ? 4u : 0u);
+          cp_async4_zfill(wdst + 4, cu_seqlen_ke + (ok ? m0 + lt : 0), ok ? 4u : 0u);
+        }
+        // this thread's copies so far arrive on "Q full" as they complete (the count is the loader threads)
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(q_full0 + 8 * buf) : "memory");
+#else
         cp_async_commit_group();
+#endif
 #if TMAQ_L2_PREFETCH
         if (lt == 0) {  // a hint: no effect on results
           const int rb_next = tmaq_row_block(i + TMAQ_QBUF, b, G);
@@ -211,11 +232,13 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           }
         }
 #endif
+#if !TMAQ_ASYNC_Q
         if (lt < BQ) win_all[buf * BQ + lt] = lt < nrows ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N)
                                                         : make_int2(0, 0);
         cp_async_wait_groups<0>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
         mbar_arrive(q_full0 + 8 * buf);
+#endif
         if (lt == 0) TMAQ_STAMP_RB(15, i, 1, t_entry);
       }
     } else if (clean) {
@@ -251,12 +274,15 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
       const int buf = i & 1;
       const int m0 = rb * BQ, nrows = min(BQ, M - m0);
       mbar_wait(q_full0 + 8 * buf, (i >> 1) & 1);
+#if TMAQ_ASYNC_Q
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the loaders' copies, visible to wgmma
+#endif
       if (tid % 128 == 0) TMAQ_STAMP_RB(27 + 12 * c, i, 0, t_entry);
       // the buffer's body compiled per buffer (tmasb4's reason: a runtime buffer index costs SASS in the tile loop)
       auto run_row_block = [&](auto bsel) {
         constexpr int BI = decltype(bsel)::value;
         const int2* const win_c = win_all + BI * BQ;
-        const int2 span = union_window<BQ>(win_c, N);
+        const int2 span = union_window<BQ, TMAQ_ASYNC_Q>(win_c, N);
         const int lo = __shfl_sync(0xffffffffu, span.x, 0), hi = __shfl_sync(0xffffffffu, span.y, 0);
         const int n_t = (hi - lo + TMA_TILE - 1) / TMA_TILE;
         const int j0 = (c - g) & (NC - 1);  // the row block's first tile at a ring position of this consumer's
@@ -265,7 +291,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           int stage = (int)(first % TMAQ_STAGES);
           uint32_t phase = (first / TMAQ_STAGES) & 1;
           tma_consumer_tiles<H, D, BM, WRP, NC, TMAQ_STAGES>(
-              j0, n_t, lo, hi, piece_row_windows<BQ, false>(win_c, 0, nrows, N), out, out_row_stride, m0, 0, r_lane,
+              j0, n_t, lo, hi, piece_row_windows<BQ, TMAQ_ASYNC_Q>(win_c, 0, nrows, N), out, out_row_stride, m0, 0, r_lane,
               win_c, r_lane < nrows, clean, kv_scale, w_all + BI * NQ, swizzled_desc<D>(q0 + BI * Q_BYTES), k_desc0,
               full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
         }
