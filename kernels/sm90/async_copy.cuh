@@ -99,13 +99,6 @@ __device__ __forceinline__ void cp_async_span_swizzled(uint32_t dst, const uint8
     }
   }
 }
-// Hint [p, p + bytes) into L2 (cp.async.bulk.prefetch.L2: 16-byte aligned address and size, so the span is widened
-// to the 16-byte granules it touches, which lie in the same mapped pages).
-__device__ __forceinline__ void prefetch_l2_span(const void* p, uint32_t bytes) {
-  const uint64_t lo = reinterpret_cast<uint64_t>(p) & ~uint64_t(15);
-  const uint64_t hi = (reinterpret_cast<uint64_t>(p) + bytes + 15) & ~uint64_t(15);
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"((uint32_t)(hi - lo)) : "memory");
-}
 __device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait_groups() {  // at most N of this thread's groups still in flight

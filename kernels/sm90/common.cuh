@@ -152,16 +152,12 @@ __device__ __forceinline__ bool any_window_meets(const int2* win_s, int base, in
 }
 
 // The block walks the union [lo, hi) of its rows' non-empty windows; [0, 0) when every window is empty.
-template <int BM, bool CLIP = false>
+template <int BM>
 __device__ __forceinline__ int2 union_window(const int2* win_s, int N) {
   int lo = N, hi = 0;
 #pragma unroll
   for (int r = 0; r < BM; ++r) {
-    int2 w = win_s[r];
-    if constexpr (CLIP) {  // staged raw (the asynchronous stagings): clamped here as clipped_window does
-      w.x = max(min(w.x, N), 0);
-      w.y = max(min(w.y, N), w.x);
-    }
+    const int2 w = win_s[r];
     if (w.y > w.x) {
       lo = min(lo, w.x);
       hi = max(hi, w.y);

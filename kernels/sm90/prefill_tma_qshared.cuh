@@ -38,31 +38,9 @@ constexpr int TMAQ_QBUF = 2;        // Q / weights / windows buffers
 // Q-shared layout frees the shared memory: 128 KB of ring at D = 128); mirrored in dispatch/sm90_tensor_map.py
 constexpr int TMAQ_STAGES = 16;
 constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the producer warpgroup stage Q
-// DESIGN: Q prefetched into L2 a row block ahead. Once row block i's copies are issued, a loader lane hints row block
-// i + QBUF's Q rows and weights into L2 (cp.async.bulk.prefetch.L2): their copy waits for the consumers to leave
-// buffer i & 1, and at short rows that wait is about one row block, less than a DRAM round trip plus the copy.
-#ifndef TMAQ_L2_PREFETCH
-#define TMAQ_L2_PREFETCH 0
-#endif
-// Experiment (off): at entry the producer lane hints the block's 1/G slice of K and of the scales into L2 before it
-// reads its first span, so the first K tiles (which wait for that read) find their lines in L2, not in HBM.
-// Experiment (off): the loaders never wait for their copies. Each loader thread's copies (Q, weights, and the row
-// block's raw windows, 4-byte cp.async) arrive on the buffer's "Q full" barrier as they complete
-// (cp.async.mbarrier.arrive.noinc), so row block i + 1's copies are in flight while i's land (the shipped loaders wait
-// for i's with cp.async.wait_all before they start i + 1: ~1.2 us per row block in TMAQ_TRACE's timeline at 1024^2
-// multi_req H 64, where the consumers then wait for Q). The generic-to-async proxy fence moves to the consumers, after
-// their wait (PTX memory model: an async proxy fence anywhere on the causality path from the copy to the wgmma), and
-// they clamp the raw windows as they read them.
-#ifndef TMAQ_ASYNC_Q
-#define TMAQ_ASYNC_Q 0
-#endif
-#ifndef TMAQ_K_PREFETCH
-#define TMAQ_K_PREFETCH 0
-#endif
-
-// DIAGNOSTIC (TMAQ_TRACE, never in a shipped build): per block, SM cycle stamps (clock64, relative to the block's
-// entry) of each role's steps for its first TMAQ_TRACE_ROW_BLOCKS row blocks, plus %globaltimer at entry and exit to
-// line blocks up and convert cycles to time; read back by bench/tmaq_trace.py through cuModuleGetGlobal.
+// DIAGNOSTIC (TMAQ_TRACE, never in a shipped build): per block, SM cycle stamps (clock64, relative to the stamping
+// thread's own start) of each role's steps for its first TMAQ_TRACE_ROW_BLOCKS row blocks, plus %globaltimer at entry
+// and exit to line blocks up; read back by bench/tmaq_trace.py through cuModuleGetGlobal (docs/PERFORMANCE.md v18).
 #ifndef TMAQ_TRACE
 #define TMAQ_TRACE 0
 #endif
@@ -95,8 +73,7 @@ __device__ __forceinline__ long long tmaq_globaltimer() {
 __device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
 
 template <int H, int D, bool WKEEP>
-__device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ q, const u8* __restrict__ k,
-                                                         const float* __restrict__ kv_scale,
+__device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                          const float* __restrict__ weights,
                                                          const int* __restrict__ cu_seqlen_ks,
                                                          const int* __restrict__ cu_seqlen_ke, float* __restrict__ out,
@@ -161,15 +138,6 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
     setmaxnreg_dec<ws_producer_regs<NC>()>();
     if (warp == 0) {
       if (lane == 0) {
-#if TMAQ_K_PREFETCH
-        {
-          const int n0 = (int)((i64)N * b / G), n1 = (int)((i64)N * (b + 1) / G);
-          if (n1 > n0) {
-            prefetch_l2_span(k + (i64)n0 * D, (uint32_t)(n1 - n0) * D);
-            prefetch_l2_span(kv_scale + n0, (uint32_t)(n1 - n0) * 4);
-          }
-        }
-#endif
         int g = 0;  // ring position of the next tile
 #pragma unroll 1
         for (int i = 0;; ++i) {
@@ -210,35 +178,12 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           const uint32_t j = n / 8, slot = 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
           cp_async4_zfill(w0 + 4 * (buf * NQ + slot), w_rows + (ok ? n : 0), ok ? 4u : 0u);
         }
-#if TMAQ_ASYNC_Q
-        if (lt < BQ) {  // raw windows; rows past M: zero-filled, an empty window
-          const bool ok = lt < nrows;
-          const uint32_t wdst = (uint32_t)__cvta_generic_to_shared(win_all + buf * BQ + lt);
-          cp_async4_zfill(wdst, cu_seqlen_ks + (ok ? m0 + lt : 0), ok ? 4u : 0u);
-          cp_async4_zfill(wdst + 4, cu_seqlen_ke + (ok ? m0 + lt : 0), ok ? 4u : 0u);
-        }
-        // this thread's copies so far arrive on "Q full" as they complete (the count is the loader threads)
-        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(q_full0 + 8 * buf) : "memory");
-#else
         cp_async_commit_group();
-#endif
-#if TMAQ_L2_PREFETCH
-        if (lt == 0) {  // a hint: no effect on results
-          const int rb_next = tmaq_row_block(i + TMAQ_QBUF, b, G);
-          if (rb_next < R) {
-            const int m1 = rb_next * BQ, rows1 = min(BQ, M - m1);
-            prefetch_l2_span(q + (i64)m1 * H * D, (uint32_t)(rows1 * H * D));
-            prefetch_l2_span(weights + (i64)m1 * H, (uint32_t)(rows1 * H * 4));
-          }
-        }
-#endif
-#if !TMAQ_ASYNC_Q
         if (lt < BQ) win_all[buf * BQ + lt] = lt < nrows ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N)
                                                         : make_int2(0, 0);
         cp_async_wait_groups<0>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
         mbar_arrive(q_full0 + 8 * buf);
-#endif
         if (lt == 0) TMAQ_STAMP_RB(15, i, 1, t_entry);
       }
     } else if (clean) {
@@ -274,15 +219,12 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
       const int buf = i & 1;
       const int m0 = rb * BQ, nrows = min(BQ, M - m0);
       mbar_wait(q_full0 + 8 * buf, (i >> 1) & 1);
-#if TMAQ_ASYNC_Q
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the loaders' copies, visible to wgmma
-#endif
       if (tid % 128 == 0) TMAQ_STAMP_RB(27 + 12 * c, i, 0, t_entry);
       // the buffer's body compiled per buffer (tmasb4's reason: a runtime buffer index costs SASS in the tile loop)
       auto run_row_block = [&](auto bsel) {
         constexpr int BI = decltype(bsel)::value;
         const int2* const win_c = win_all + BI * BQ;
-        const int2 span = union_window<BQ, TMAQ_ASYNC_Q>(win_c, N);
+        const int2 span = union_window<BQ>(win_c, N);
         const int lo = __shfl_sync(0xffffffffu, span.x, 0), hi = __shfl_sync(0xffffffffu, span.y, 0);
         const int n_t = (hi - lo + TMA_TILE - 1) / TMA_TILE;
         const int j0 = (c - g) & (NC - 1);  // the row block's first tile at a ring position of this consumer's
@@ -291,7 +233,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           int stage = (int)(first % TMAQ_STAGES);
           uint32_t phase = (first / TMAQ_STAGES) & 1;
           tma_consumer_tiles<H, D, BM, WRP, NC, TMAQ_STAGES>(
-              j0, n_t, lo, hi, piece_row_windows<BQ, TMAQ_ASYNC_Q>(win_c, 0, nrows, N), out, out_row_stride, m0, 0, r_lane,
+              j0, n_t, lo, hi, piece_row_windows<BQ, false>(win_c, 0, nrows, N), out, out_row_stride, m0, 0, r_lane,
               win_c, r_lane < nrows, clean, kv_scale, w_all + BI * NQ, swizzled_desc<D>(q0 + BI * Q_BYTES), k_desc0,
               full0, empty0, stage, phase, v0, lane_stores, lane, wq, gid, tig);
         }
@@ -318,8 +260,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
       fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmaq(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {           \
     static_assert(BM == 128 / H, "tmaq: BLOCK_M = 128 / H rows per row block");                                       \
+    (void)k;                                                                                                          \
     (void)num_warps;                                                                                                  \
     (void)split_n;                                                                                                    \
-    fp8_mqa_logits_tmaq_body<H, D, true>(q, k, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, \
-                                         N, flags, k_map);                                                           \
+    fp8_mqa_logits_tmaq_body<H, D, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, N, \
+                                         flags, k_map);                                                              \
   }
