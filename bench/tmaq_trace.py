@@ -54,7 +54,7 @@ def summarize(tr: np.ndarray, sm_ghz: float) -> list[str]:
     names += [f"consumer {c}: {what}" for c in range(4) for what in ("past Q full", "row block done")]
     bases = [PRODUCER, PRODUCER, LOADERS, LOADERS] + [CONSUMERS + 12 * c for c in range(4) for _ in range(2)]
     ks = [0, 1, 0, 1] + [k for _ in range(4) for k in (0, 1)]
-    lines.append("us after block entry, median over blocks (max), per row block i of the block:")
+    lines.append("us after the stamping warp's start, median over blocks (max), per row block i of the block:")
     lines.append(f"{'':32s}" + "".join(f"{'i=' + str(i):>16s}" for i in range(ROW_BLOCKS)))
     for name, base, k in zip(names, bases, ks):
         cells = []
@@ -64,7 +64,7 @@ def summarize(tr: np.ndarray, sm_ghz: float) -> list[str]:
             cells.append(f"{us(np.median(v)):7.2f} ({us(v.max()):5.2f})" if len(v) else f"{'-':>16s}")
         lines.append(f"{name:32s}" + "".join(f"{c:>16s}" for c in cells))
     last = int(np.argmax(tr[:, 2]))
-    lines.append(f"the busiest block ({last}), us after its entry:")
+    lines.append(f"the busiest block ({last}), us after each warp's start:")
     for name, base, k in zip(names, bases, ks):
         vals = [tr[last, base + 2 * i + k] for i in range(ROW_BLOCKS)]
         lines.append(f"  {name:30s} " + " ".join(f"{us(v):6.2f}" if v > 0 else "     -" for v in vals))

@@ -107,3 +107,33 @@ def test_bench_shape_list_and_settle_options(monkeypatch):
     monkeypatch.setattr(bench.time, "sleep", slept.append)
     bench.settle(0)  # no idle asked: returns without touching the GPU or sleeping
     assert slept == []
+
+
+def test_tmaq_trace_summary_reads_the_kernel_slots():
+    """bench/tmaq_trace.py's slot layout (the TMAQ_TRACE stamps of prefill_tma_qshared.cuh) on a trace with known
+    stamps: medians and maxima per role and row block, in us at the given clock, and the busiest block."""
+    import numpy as np
+
+    tmaq_trace = _load("tmaq_trace")
+    source = (ROOT / "kernels" / "sm90" / "prefill_tma_qshared.cuh").read_text()
+    assert "TMAQ_TRACE_BLOCKS = 132, TMAQ_TRACE_ROW_BLOCKS = 6" in source
+    assert "TMAQ_TRACE_SLOTS = 27 + 12 * 4" in source and tmaq_trace.SLOTS == 27 + 12 * 4
+    rng = np.random.default_rng()
+    ghz = 2.0
+    tr = np.zeros((tmaq_trace.BLOCKS, tmaq_trace.SLOTS), dtype=np.int64)
+    tr[:, 0] = 10_000 + rng.integers(0, 100, tmaq_trace.BLOCKS)  # globaltimer ns at entry
+    tr[:, 1] = tr[:, 0] + 7_000                                   # exit 7 us later
+    tr[:, 2] = 14_000                                             # 7 us of cycles at 2 GHz
+    busiest = int(rng.integers(0, tmaq_trace.BLOCKS))
+    tr[busiest, 2] = 16_000
+    tr[:, tmaq_trace.LOADERS + 1] = 3_000                         # row block 0's Q full at 1.5 us
+    tr[busiest, tmaq_trace.LOADERS + 1] = 5_000                   # ... 2.5 us in the busiest block
+    tr[:, tmaq_trace.CONSUMERS + 12 * 3 + 2 * 1 + 1] = 8_000      # consumer 3 done with row block 1 at 4 us
+    lines = tmaq_trace.summarize(tr, ghz)
+    text = "\n".join(lines)
+    assert "busy time (cycles at 2.0 GHz): median 7.00 us, max 8.00" in text
+    q_full = next(line for line in lines if line.startswith("loaders: Q full"))
+    assert "1.50 ( 2.50)" in q_full and q_full.count("-") == 5   # row blocks 1-5 never stamped
+    done3 = next(line for line in lines if line.startswith("consumer 3: row block done"))
+    assert "4.00 ( 4.00)" in done3
+    assert f"the busiest block ({busiest})" in text
