@@ -21,8 +21,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-BLOCKS, ROW_BLOCKS, SLOTS = 132, 6, 27 + 12 * 4  # TMAQ_TRACE_BLOCKS, _ROW_BLOCKS, _SLOTS of the kernel
+BLOCKS, ROW_BLOCKS, SLOTS = 132, 6, 27 + 12 * 4 + 3  # TMAQ_TRACE_BLOCKS, _ROW_BLOCKS, _SLOTS of the kernel
 PRODUCER, LOADERS, CONSUMERS = 3, 15, 27       # first slot of each role (2 per row block; consumers 12 apart)
+PROLOGUE = {75: "loader past the barrier set-up", 76: "loader past setmaxnreg.dec", 77: "consumer 0 past setmaxnreg.inc"}
 
 
 def read_trace(be, module) -> np.ndarray:
@@ -50,6 +51,8 @@ def summarize(tr: np.ndarray, sm_ghz: float) -> list[str]:
              f"; exits: median {np.median(exit_ns) / 1e3:.2f} us, max {exit_ns.max() / 1e3:.2f}",
              f"block busy time (cycles at {sm_ghz} GHz): median {us(np.median(tr[:, 2])):.2f} us, max "
              f"{us(tr[:, 2].max()):.2f}"]
+    lines.append("prologue, us after the stamping warp's start, median (max): " + "; ".join(
+        f"{what} {us(np.median(tr[:, slot])):.2f} ({us(tr[:, slot].max()):.2f})" for slot, what in PROLOGUE.items()))
     names = ["producer: span read", "producer: last K tile issued", "loaders: Q buffer free", "loaders: Q full"]
     names += [f"consumer {c}: {what}" for c in range(4) for what in ("past Q full", "row block done")]
     bases = [PRODUCER, PRODUCER, LOADERS, LOADERS] + [CONSUMERS + 12 * c for c in range(4) for _ in range(2)]

@@ -48,8 +48,9 @@ constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the pro
 constexpr int TMAQ_TRACE_BLOCKS = 132, TMAQ_TRACE_ROW_BLOCKS = 6;
 // slots: 0 entry globaltimer, 1 exit globaltimer (consumer 0), 2 exit clock; 3 + 2 i (+1): producer span read,
 // row block i's last TMA issued; 15 + 2 i (+1): loaders' copy start (Q buffer free), Q full arrive;
-// 27 + 12 c + 2 i (+1): consumer c past Q full, done with the row block
-constexpr int TMAQ_TRACE_SLOTS = 27 + 12 * 4;
+// 27 + 12 c + 2 i (+1): consumer c past Q full, done with the row block; 75, 76: the first loader thread past the
+// barrier set-up, past its register release; 77: consumer 0's first thread past its register claim
+constexpr int TMAQ_TRACE_SLOTS = 27 + 12 * 4 + 3;
 __device__ long long tmaq_trace[TMAQ_TRACE_BLOCKS][TMAQ_TRACE_SLOTS];
 __device__ __forceinline__ long long tmaq_globaltimer() {
   long long t;
@@ -133,9 +134,11 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   }
   // full: the producer's arrive.expect_tx; empty: the four warps of the one consumer that reads the stage
   init_ring_barriers<TMAQ_STAGES>(full0, empty0, 1, 4, tid);
+  if (tid == WARP) TMAQ_STAMP(75, t_entry);
 
   if (wgi == 0) {
     setmaxnreg_dec<ws_producer_regs<NC>()>();
+    if (tid == WARP) TMAQ_STAMP(76, t_entry);
     if (warp == 0) {
       if (lane == 0) {
         int g = 0;  // ring position of the next tile
@@ -205,6 +208,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
     }
   } else {
     setmaxnreg_inc<ws_consumer_regs<NC>()>();
+    if (tid == 128) TMAQ_STAMP(77, t_entry);
     const int c = wgi - 1;  // this consumer reads the tiles at ring positions c, c + NC, ...
     const uint64_t k_desc0 = swizzled_desc<D>(ring0);
     const int v0 = V >= 4 ? VPL * tig : (tig >> 1);

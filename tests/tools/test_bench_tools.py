@@ -117,7 +117,7 @@ def test_tmaq_trace_summary_reads_the_kernel_slots():
     tmaq_trace = _load("tmaq_trace")
     source = (ROOT / "kernels" / "sm90" / "prefill_tma_qshared.cuh").read_text()
     assert "TMAQ_TRACE_BLOCKS = 132, TMAQ_TRACE_ROW_BLOCKS = 6" in source
-    assert "TMAQ_TRACE_SLOTS = 27 + 12 * 4" in source and tmaq_trace.SLOTS == 27 + 12 * 4
+    assert "TMAQ_TRACE_SLOTS = 27 + 12 * 4 + 3" in source and tmaq_trace.SLOTS == 27 + 12 * 4 + 3
     rng = np.random.default_rng()
     ghz = 2.0
     tr = np.zeros((tmaq_trace.BLOCKS, tmaq_trace.SLOTS), dtype=np.int64)
@@ -129,7 +129,9 @@ def test_tmaq_trace_summary_reads_the_kernel_slots():
     tr[:, tmaq_trace.LOADERS + 1] = 3_000                         # row block 0's Q full at 1.5 us
     tr[busiest, tmaq_trace.LOADERS + 1] = 5_000                   # ... 2.5 us in the busiest block
     tr[:, tmaq_trace.CONSUMERS + 12 * 3 + 2 * 1 + 1] = 8_000      # consumer 3 done with row block 1 at 4 us
+    tr[:, 76] = 1_200                                             # past the register release at 0.6 us
     lines = tmaq_trace.summarize(tr, ghz)
+    assert "loader past setmaxnreg.dec 0.60 (0.60)" in lines[2]
     text = "\n".join(lines)
     assert "busy time (cycles at 2.0 GHz): median 7.00 us, max 8.00" in text
     q_full = next(line for line in lines if line.startswith("loaders: Q full"))
