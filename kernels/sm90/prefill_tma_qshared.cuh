@@ -38,13 +38,6 @@ constexpr int TMAQ_QBUF = 2;        // Q / weights / windows buffers
 // Q-shared layout frees the shared memory: 128 KB of ring at D = 128); mirrored in dispatch/sm90_tensor_map.py
 constexpr int TMAQ_STAGES = 16;
 constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the producer warpgroup stage Q
-// Experiment (off): the early start. TMAQ_TRACE put a block's barrier set-up at ~0.3 us and its register split at
-// ~0.2 us more, before the loaders' first copy or the producer's first span read (1024^2 H 64), so both start at
-// entry: the loaders issue row block 0's Q and weight copies and load its windows into registers, the producer lane
-// loads row block 0's span, and the set-up runs under those loads.
-#ifndef TMAQ_EARLY_START
-#define TMAQ_EARLY_START 1
-#endif
 // DIAGNOSTIC (TMAQ_TRACE, never in a shipped build): per block, SM cycle stamps (clock64, relative to the stamping
 // thread's own start) of each role's steps for its first TMAQ_TRACE_ROW_BLOCKS row blocks, plus %globaltimer at entry
 // and exit to line blocks up; read back by bench/tmaq_trace.py through cuModuleGetGlobal (docs/PERFORMANCE.md v18).
@@ -131,37 +124,6 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   const uint32_t q_full0 = empty0 + 8 * TMAQ_STAGES;
   const uint32_t q_empty0 = q_full0 + 8 * TMAQ_QBUF;
   const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
-  const bool loader = wgi == 0 && warp >= 1 && warp <= TMAQ_LOADER_WARPS;
-  const int lt = tid - WARP;  // a loader's index, 0 .. LOADERS - 1
-  // row block i's Q rows (swizzled) and weights (tmas's LDS.128 layout) into buffer i & 1, one cp.async group
-  auto issue_copies = [&](int i) {
-    const int buf = i & 1, m0 = tmaq_row_block(i, b, G) * BQ, nrows = min(BQ, M - m0);
-    const u8* const q_rows = q + (i64)m0 * H * D;
-    cp_async_span_swizzled<D, true>(q0 + buf * Q_BYTES, q_rows, Q_BYTES, (uint32_t)nrows * H * D, q_rows, lt, LOADERS);
-    const float* const w_rows = weights + (i64)m0 * H;
-#pragma unroll 1
-    for (uint32_t n = lt; n < NQ; n += LOADERS) {  // column groups j, j + 1 per float4
-      const bool ok = n < (uint32_t)nrows * H;
-      const uint32_t j = n / 8, slot = 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
-      cp_async4_zfill(w0 + 4 * (buf * NQ + slot), w_rows + (ok ? n : 0), ok ? 4u : 0u);
-    }
-    cp_async_commit_group();
-  };
-  // row block i's window of loader lt's row (lt < BQ), clipped; empty past M
-  auto loader_window = [&](int i) {
-    const int m0 = tmaq_row_block(i, b, G) * BQ;
-    return lt < min(BQ, M - m0) ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N) : make_int2(0, 0);
-  };
-#if TMAQ_EARLY_START
-  int2 win_early = make_int2(0, 0), span_early = make_int2(0, 0);
-  if (b < R) {  // row block 0 of this block exists (G <= R)
-    if (loader) {
-      issue_copies(0);
-      if (lt < BQ) win_early = loader_window(0);  // stored after the set-up: its load must not hold up the barrier
-    }
-    if (tid == 0) span_early = rows_union_window<BQ>(cu_seqlen_ks, cu_seqlen_ke, b * BQ, min(BQ, M - b * BQ), N);
-  }
-#endif
   if (tid == 0) {
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
 #pragma unroll
@@ -186,11 +148,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           if (rb >= R) break;
           // the span from global memory, not from the loaders' copy: the first K tiles need not wait for Q
           const int m0 = rb * BQ;
-#if TMAQ_EARLY_START
-          const int2 span = i == 0 ? span_early : rows_union_window<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, min(BQ, M - m0), N);
-#else
           const int2 span = rows_union_window<BQ>(cu_seqlen_ks, cu_seqlen_ke, m0, min(BQ, M - m0), N);
-#endif
           const int n_t = (span.y - span.x + TMA_TILE - 1) / TMA_TILE;
           TMAQ_STAMP_RB(3, i, 0, t_entry);
 #pragma unroll 1
@@ -203,7 +161,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
           TMAQ_STAMP_RB(3, i, 1, t_entry);
         }
       }
-    } else if (loader) {
+    } else if (warp <= TMAQ_LOADER_WARPS) {
+      const int lt = tid - WARP;  // 0 .. LOADERS - 1
 #pragma unroll 1
       for (int i = 0;; ++i) {
         const int rb = tmaq_row_block(i, b, G);
@@ -211,13 +170,20 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         const int buf = i & 1;
         if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);  // the consumers left use i - 2
         if (lt == 0) TMAQ_STAMP_RB(15, i, 0, t_entry);
-#if TMAQ_EARLY_START
-        if (i > 0) issue_copies(i);
-        if (lt < BQ) win_all[buf * BQ + lt] = i == 0 ? win_early : loader_window(i);
-#else
-        issue_copies(i);
-        if (lt < BQ) win_all[buf * BQ + lt] = loader_window(i);
-#endif
+        const int m0 = rb * BQ, nrows = min(BQ, M - m0);
+        const u8* const q_rows = q + (i64)m0 * H * D;
+        cp_async_span_swizzled<D, true>(q0 + buf * Q_BYTES, q_rows, Q_BYTES, (uint32_t)nrows * H * D, q_rows, lt,
+                                        LOADERS);
+        const float* const w_rows = weights + (i64)m0 * H;
+#pragma unroll 1
+        for (uint32_t n = lt; n < NQ; n += LOADERS) {  // tmas's LDS.128 layout: column groups j, j + 1 per float4
+          const bool ok = n < (uint32_t)nrows * H;
+          const uint32_t j = n / 8, slot = 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
+          cp_async4_zfill(w0 + 4 * (buf * NQ + slot), w_rows + (ok ? n : 0), ok ? 4u : 0u);
+        }
+        cp_async_commit_group();
+        if (lt < BQ) win_all[buf * BQ + lt] = lt < nrows ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N)
+                                                        : make_int2(0, 0);
         cp_async_wait_groups<0>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
         mbar_arrive(q_full0 + 8 * buf);
