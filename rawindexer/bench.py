@@ -596,6 +596,14 @@ def _shape_list(value: str) -> list[tuple[int, int]]:
         raise argparse.ArgumentTypeError(f"expected a comma list of MxN, e.g. 1024x131072, got {value!r}") from None
 
 
+def _heads_list(value: str) -> tuple[int, ...]:
+    """--heads: "32,64" -> (32, 64)."""
+    try:
+        return tuple(int(h) for h in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of head counts, e.g. 32,64, got {value!r}") from None
+
+
 def main(argv: list[str] | None = None) -> int | None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--paged" in argv:  # the decode op's benchmark takes the remaining arguments
@@ -610,7 +618,7 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--tune", action="store_true", help="also time a few tunable settings per causal case")
     parser.add_argument("--shapes", type=_shape_list, default=None,
                         help="comma list of MxN (default: the benchmark's shapes, or --quick's)")
-    parser.add_argument("--heads", type=lambda v: tuple(int(h) for h in v.split(",")), default=None,
+    parser.add_argument("--heads", type=_heads_list, default=None,
                         help="comma list of head counts (default: 32,64; --quick: 32)")
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--settle", type=float, default=SETTLE_S,

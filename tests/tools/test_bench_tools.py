@@ -103,6 +103,9 @@ def test_bench_shape_list_and_settle_options(monkeypatch):
     for bad in ("1024", "1024x", "ax4", "1024x1024,4"):
         with pytest.raises(argparse.ArgumentTypeError, match="MxN"):
             bench._shape_list(bad)
+    assert bench._heads_list("32,64") == (32, 64)
+    with pytest.raises(argparse.ArgumentTypeError, match="head counts"):
+        bench._heads_list("32,x")
     slept = []
     monkeypatch.setattr(bench.time, "sleep", slept.append)
     bench.settle(0)  # no idle asked: returns without touching the GPU or sleeping
