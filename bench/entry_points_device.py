@@ -21,7 +21,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shape", default="1024x1024")
+    p.add_argument("--shape", default="1024x1024", help="MxN")
     p.add_argument("--heads", type=int, default=64)
     p.add_argument("--window", default="multi_req", choices=("causal", "multi_req"))
     p.add_argument("--clean", type=int, default=0)
@@ -33,14 +33,16 @@ def main() -> None:
 
     import rawindexer
     from race_sm90 import Launcher
-    from rawindexer.bench import L2_BYTES, deepgemm_fn, make_inputs, time_fn, windows_for
+    from rawindexer.bench import deepgemm_fn, input_sets, shape_list, time_fn, windows_for
 
-    M, N = (int(v) for v in a.shape.split("x"))
+    shapes = shape_list(a.shape)
+    if len(shapes) != 1:
+        p.error(f"--shape: one MxN, got {a.shape!r}")
+    ((M, N),) = shapes
     H, clean = a.heads, bool(a.clean)
     ks_np, ke_np = windows_for(a.window, M, N)
-    set_bytes = M * H * 128 + N * 128 + 4 * (N + M * H) + 4 * M * N
-    nsets = int(min(16, max(2, -(-2 * L2_BYTES // set_bytes))))
-    sets = [make_inputs(M, N, H, 128, ks_np, ke_np, seed=1000 + i) for i in range(nsets)]
+    sets = input_sets(M, N, H, ks_np, ke_np)
+    nsets = len(sets)
     outs = [torch.empty((M, N), device="cuda") for _ in range(nsets)]
     design = a.design
     race = Launcher([design])

@@ -26,21 +26,23 @@ PRODUCER, LOADERS, CONSUMERS = 3, 15, 27       # first slot of each role (2 per 
 PROLOGUE = {75: "loader past the barrier set-up", 76: "loader past setmaxnreg.dec", 77: "consumer 0 past setmaxnreg.inc"}
 
 
-def read_trace(be, module) -> np.ndarray:
-    d = be.driver
-    err, ptr, size = d.cuModuleGetGlobal(module, b"tmaq_trace")
+def trace_buffer(be, module) -> int:
+    """The device address of the kernel's ``tmaq_trace`` array (a TMAQ_TRACE build's), its size checked."""
+    err, ptr, size = be.driver.cuModuleGetGlobal(module, b"tmaq_trace")
     if int(err) != 0:
         raise RuntimeError(f"cuModuleGetGlobal(tmaq_trace): {err} (not a TMAQ_TRACE build?)")
     assert int(size) == BLOCKS * SLOTS * 8, (int(size), BLOCKS * SLOTS * 8)
+    return int(ptr)
+
+
+def read_trace(be, ptr: int) -> np.ndarray:
     host = np.zeros((BLOCKS, SLOTS), dtype=np.int64)
-    be.copy_to_host(host, int(ptr))
+    be.copy_to_host(host, ptr)
     return host
 
 
-def clear_trace(be, module) -> None:
-    d = be.driver
-    _, ptr, size = d.cuModuleGetGlobal(module, b"tmaq_trace")
-    d.cuMemsetD8(ptr, 0, size)
+def clear_trace(be, ptr: int) -> None:
+    be.driver.cuMemsetD8(ptr, 0, BLOCKS * SLOTS * 8)
 
 
 def summarize(tr: np.ndarray, sm_ghz: float) -> list[str]:
@@ -77,7 +79,7 @@ def summarize(tr: np.ndarray, sm_ghz: float) -> list[str]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", action="store_true", help="compile the trace build into .v/tr (nvcc) and stop")
-    p.add_argument("--shape", default="1024x1024")
+    p.add_argument("--shape", default="1024x1024", help="MxN")
     p.add_argument("--heads", type=int, default=64)
     p.add_argument("--window", default="multi_req", choices=("causal", "multi_req"))
     p.add_argument("--clean", type=int, default=0)
@@ -93,23 +95,25 @@ def main() -> None:
     import torch
 
     from race_sm90 import Launcher
-    from rawindexer.bench import L2_BYTES, make_inputs, windows_for
+    from rawindexer.bench import input_sets, shape_list, windows_for
 
-    M, N = (int(v) for v in a.shape.split("x"))
+    shapes = shape_list(a.shape)
+    if len(shapes) != 1:
+        p.error(f"--shape: one MxN, got {a.shape!r}")
+    ((M, N),) = shapes
     ks_np, ke_np = windows_for(a.window, M, N)
-    set_bytes = M * a.heads * 128 + N * 128 + 4 * (N + M * a.heads) + 4 * M * N
-    nsets = int(min(16, max(2, -(-2 * L2_BYTES // set_bytes))))
-    sets = [make_inputs(M, N, a.heads, 128, ks_np, ke_np, seed=1000 + i) for i in range(nsets)]
+    sets = input_sets(M, N, a.heads, ks_np, ke_np)
+    nsets = len(sets)
     outs = [torch.empty((M, N), device="cuda") for _ in range(nsets)]
     launcher = Launcher(["tmaq"])
     gos = [launcher("tmaq", sets[i], outs[i], bool(a.clean))[0] for i in range(nsets)]
-    be, module = launcher.be, launcher.module
+    be, trace_ptr = launcher.be, trace_buffer(launcher.be, launcher.module)
     for i in range(3):
         gos[i % nsets]()
     torch.cuda.synchronize()
     traces, events = [], []
     for call in range(a.calls):
-        clear_trace(be, module)
+        clear_trace(be, trace_ptr)
         torch.cuda.synchronize()
         torch.cuda._sleep(2_000_000)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -117,7 +121,7 @@ def main() -> None:
         gos[(3 + call) % nsets]()
         end.record()
         torch.cuda.synchronize()
-        traces.append(read_trace(be, module))
+        traces.append(read_trace(be, trace_ptr))
         events.append(start.elapsed_time(end) * 1e3)
     order = np.argsort(events)
     mid = int(order[len(order) // 2])

@@ -82,6 +82,15 @@ def phase(name: str) -> None:
         log(f"@{time.time():.3f} {name}")
 
 
+def input_sets(M: int, N: int, H: int, ks_np: np.ndarray, ke_np: np.ndarray) -> list[tuple]:
+    """Inputs of one case (rawindexer.testing.torch_reference.make_inputs, seeds 1000, 1001, ...), as many sets (2 to
+    16) as make their bytes -- q, k, kv_scale, weights and the [M, N] output -- exceed twice the L2: timings that
+    rotate through them never find a set still in L2."""
+    set_bytes = M * H * HEAD_DIM + N * HEAD_DIM + 4 * (N + M * H) + 4 * M * N
+    nsets = int(min(16, max(2, math.ceil(2 * L2_BYTES / set_bytes))))
+    return [make_inputs(M, N, H, HEAD_DIM, ks_np, ke_np, seed=1000 + i) for i in range(nsets)]
+
+
 def windows_for(mode: str, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     """causal: one request, vLLM convention (diagonal included); multi_req: four packed requests."""
     if mode == "causal":
@@ -252,9 +261,8 @@ def run(shapes, windows, heads, cleans, reps: int, torch_reps: int, tune: bool,
                 continue
             pairs = window_pairs(ks_np, ke_np, N)
             for H in heads:
-                set_bytes = M * H * HEAD_DIM + N * HEAD_DIM + 4 * (N + M * H) + 4 * M * N
-                nsets = int(min(16, max(2, math.ceil(2 * L2_BYTES / set_bytes))))
-                sets = [make_inputs(M, N, H, HEAD_DIM, ks_np, ke_np, seed=1000 + i) for i in range(nsets)]
+                sets = input_sets(M, N, H, ks_np, ke_np)
+                nsets = len(sets)
                 outs = [torch.empty((M, N), device="cuda", dtype=torch.float32) for _ in range(nsets)]
                 for clean in cleans:
                     t0 = time.time()
@@ -588,7 +596,7 @@ def dlpack_cost_table(reps: int = 2000, rounds: int = 7) -> str:
     return "\n".join(lines)
 
 
-def _shape_list(value: str) -> list[tuple[int, int]]:
+def shape_list(value: str) -> list[tuple[int, int]]:
     """--shapes: "1024x131072,4096x4096" -> [(1024, 131072), (4096, 4096)]."""
     try:
         return [(int(m), int(n)) for m, n in (part.split("x") for part in value.split(","))]
@@ -596,7 +604,7 @@ def _shape_list(value: str) -> list[tuple[int, int]]:
         raise argparse.ArgumentTypeError(f"expected a comma list of MxN, e.g. 1024x131072, got {value!r}") from None
 
 
-def _heads_list(value: str) -> tuple[int, ...]:
+def heads_list(value: str) -> tuple[int, ...]:
     """--heads: "32,64" -> (32, 64)."""
     try:
         return tuple(int(h) for h in value.split(","))
@@ -616,9 +624,9 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--out", type=Path, default=None, help="folder for bench_h200.{csv,png,txt}")
     parser.add_argument("--quick", action="store_true", help="three shapes, H=32 only")
     parser.add_argument("--tune", action="store_true", help="also time a few tunable settings per causal case")
-    parser.add_argument("--shapes", type=_shape_list, default=None,
+    parser.add_argument("--shapes", type=shape_list, default=None,
                         help="comma list of MxN (default: the benchmark's shapes, or --quick's)")
-    parser.add_argument("--heads", type=_heads_list, default=None,
+    parser.add_argument("--heads", type=heads_list, default=None,
                         help="comma list of head counts (default: 32,64; --quick: 32)")
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--settle", type=float, default=SETTLE_S,

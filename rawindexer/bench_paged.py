@@ -6,11 +6,12 @@
 
 Grid: B in {1, 8, 64, 256} x context in {4096, 32768, 131072} x next_n {1, 2} x H {32, 64}, D = 128, every
 sequence at the full context, physical blocks shuffled. Times are GPU times per call from a CUDA graph of
-``REPS`` calls (host cost excluded; both kernels captured the same way), each timing after ``--settle`` s (default 1)
-of idle so every design and DeepGEMM start from the same power state (rawindexer.bench.SETTLE_S). "cache GB/s" = bytes of the fused
-cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the card's read bandwidth (a torch
-sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are marked L2: their bandwidth is not
-HBM's. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from the same inputs).
+``REPS`` calls (host cost excluded; both kernels captured the same way), each timing after ``--settle`` s
+(default 1) of idle so every design and DeepGEMM start from the same power state (rawindexer.bench.SETTLE_S).
+"cache GB/s" = bytes of the fused cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the
+card's read bandwidth (a torch sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are
+marked L2: their bandwidth is not HBM's. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from
+the same inputs).
 """
 from __future__ import annotations
 

@@ -99,13 +99,13 @@ def test_bench_shape_list_and_settle_options(monkeypatch):
 
     from rawindexer import bench
 
-    assert bench._shape_list("1024x131072,128x32768") == [(1024, 131072), (128, 32768)]
+    assert bench.shape_list("1024x131072,128x32768") == [(1024, 131072), (128, 32768)]
     for bad in ("1024", "1024x", "ax4", "1024x1024,4"):
         with pytest.raises(argparse.ArgumentTypeError, match="MxN"):
-            bench._shape_list(bad)
-    assert bench._heads_list("32,64") == (32, 64)
+            bench.shape_list(bad)
+    assert bench.heads_list("32,64") == (32, 64)
     with pytest.raises(argparse.ArgumentTypeError, match="head counts"):
-        bench._heads_list("32,x")
+        bench.heads_list("32,x")
     slept = []
     monkeypatch.setattr(bench.time, "sleep", slept.append)
     bench.settle(0)  # no idle asked: returns without touching the GPU or sleeping
