@@ -150,16 +150,6 @@ def dynamic_lds_bytes(heads: int, head_dim: int, next_n: int) -> int:
     return next_n * heads * (head_dim + 16) + next_n * heads * 4
 
 
-#: shared bytes per staged weight column of the tma design: fp32 weights (4), or B of the tensor-core head sum
-#: (kernels/sm90/paged_tma.cuh PAGED_TMA_TC_REDUCE: 8 tf32 columns) where it may apply (pt_tc_reduce's range of N)
-SM90_TMA_WEIGHT_BYTES = 4
-SM90_TMA_TC_B_BYTES = 32
-
-
-def sm90_tma_weight_bytes(heads: int, next_n: int) -> int:
-    """Shared bytes per staged weight column of the tma kernel for (heads, next_n)."""
-    return SM90_TMA_TC_B_BYTES if 64 < next_n * heads <= 256 else SM90_TMA_WEIGHT_BYTES
-
 #: the widest wgmma (its N = query rows x heads)
 SM90_MAX_WGMMA_N = 256
 
@@ -173,11 +163,10 @@ def sm90_q_rows(heads: int, next_n: int) -> int:
 
 def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, design: str = "f16") -> int:
     """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (fp8 or f16) and weights ("tma": the
-    swizzled key ring, Q, scales, the weights (sm90_tma_weight_bytes per staged column), 2 mbarriers per stage and the
-    alignment slack)."""
+    swizzled key ring, Q, scales, weights, 2 mbarriers per stage and the alignment slack)."""
     q_bytes = 2 if design == "f16" else 1
     rows = sm90_q_rows(heads, next_n)
     if design == "tma":
-        return (SM90_TMA_STAGES * SM90_TILE * (head_dim + SCALE_BYTES) + rows * heads * (head_dim + sm90_tma_weight_bytes(heads, next_n))
+        return (SM90_TMA_STAGES * SM90_TILE * (head_dim + SCALE_BYTES) + rows * heads * (head_dim + 4)
                 + 16 * SM90_TMA_STAGES + SM90_TMA_ALIGN)
     return TARGETS["sm_90a"].ring_bytes[head_dim] + rows * heads * head_dim * q_bytes + rows * heads * 4

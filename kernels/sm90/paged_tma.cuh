@@ -119,29 +119,11 @@
 #ifndef PAGED_TMA_PEEL
 #define PAGED_TMA_PEEL 1
 #endif
-// PAGED_TMA_TC_REDUCE (experiment, session 13; 0 = off, 1 = bf16, 2 = tf32): the one-accumulator loop's head sum on
-// the tensor cores. The fp32 accumulator of the m64nN wgmma is, register for register, the A fragment of RS wgmmas
-// with N = 8 (the FlashAttention-3 identity; for tf32 with the two columns of a pair in k slots tig and tig + 4), so the
-// ReLU and the rounding are one cvt per value (bf16: per two) and the head sum of all rows is NC / 16 (bf16) or NC / 8
-// (tf32) wgmmas against B = [columns x 8] in shared memory: column 2r of B holds row r's weights rounded to the
-// operand type (hi), column 2r + 1 the remainder (lo), so the weights keep twice the operand's bits and lane tig ends
-// with row tig's hi and lo sums for its two keys. Per tile and consumer warp this replaces 64 FMNMX, 64 FFMA, 16 LDS.64
-// and the quad shuffles at N = 128. Numerics: each ReLU'd product sum is rounded to the operand type (round to
-// nearest: bf16 2^-9 relative, tf32 2^-11) before the weighted head sum, where the shipped reduce keeps fp32.
-// Measured (docs/PAGED.md "Session 13"): bf16 fails the 2e-3 T gate at H 32 (worst 2.8e-3).
-// Kernels whose Q rows take more than one wgmma (H 128, next_n > 2) keep the fp32 reduce.
-#ifndef PAGED_TMA_TC_REDUCE
-#define PAGED_TMA_TC_REDUCE 0
-#endif
 template <int H>
 __host__ __device__ constexpr bool pt_peel() {
   return PAGED_TMA_PEEL && H >= 64;
 }
 
-// PAGED_TMA_TC_REDUCE applies to the one-accumulator loop with one row chunk (N > PAGED_PIPE_MAX_N, next_n x H <= 256)
-__host__ __device__ constexpr bool pt_tc_reduce(int h, int nn) {
-  return PAGED_TMA_TC_REDUCE > 0 && nn * h > PAGED_PIPE_MAX_N && nn * h <= 256;
-}
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
                                             PAGED_TMA_SETMAXNREG - 64 <= 64 - PT_PRODUCER_REGS),
@@ -155,7 +137,6 @@ __host__ __device__ constexpr bool pt_register_split(int h, int nn) {
 __host__ __device__ constexpr int pt_min_blocks(int h, int nn) {
   return pt_register_split(h, nn) ? 4
          : (PAGED_TMA_MIN_BLOCKS > 0 && h * nn <= 128) ? PAGED_TMA_MIN_BLOCKS
-         : (pt_tc_reduce(h, nn) && h * nn <= 128) ? 4
          : (PAGED_TMA_PERSISTENT && h * nn <= 128) ? 4 : 0;
 }
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
@@ -276,130 +257,6 @@ __device__ __forceinline__ void pt_head_reduce(const float (&acc)[NR * H / 2], i
 }
 
 // The ring's mbarriers, by one thread before the block's first __syncthreads.
-// PAGED_TMA_TC_REDUCE's pieces. Bytes of B per staged weight column: 8 columns of the operand type.
-constexpr int PT_TC_B_BYTES = PAGED_TMA_TC_REDUCE == 2 ? 32 : 16;
-__device__ __forceinline__ unsigned short pt_bf16(float x) {  // round to nearest even
-  unsigned short h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
-  return h;
-}
-__device__ __forceinline__ uint32_t pt_tf32(float x) {  // round to nearest, ties away (the low 13 bits zero)
-  uint32_t d;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(d) : "f"(x));
-  return d;
-}
-// ReLU'd bf16 pair: `lo` in the low half (the lower k of an A fragment register), `hi` in the high half.
-__device__ __forceinline__ uint32_t pt_relu_bf16x2(float lo, float hi) {
-  uint32_t d;
-  asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-__device__ __forceinline__ uint32_t pt_relu_tf32(float x) {
-  uint32_t d;
-  asm("cvt.rn.relu.tf32.f32 %0, %1;" : "=r"(d) : "f"(x));
-  return d;
-}
-// One k step of the head sum: bf16 m64n8k16 or tf32 m64n8k8, A from registers, B by descriptor.
-__device__ __forceinline__ void pt_wgmma_n8(float (&d)[4], const uint32_t (&a)[4], uint64_t desc_b, int accumulate) {
-  if constexpr (PAGED_TMA_TC_REDUCE == 2)
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
-  else
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
-}
-// B of the tensor-core head sum, built once per block by the consumer warpgroup from global weights (one chunk of
-// RPC <= 4 rows): staged column c (row r = c / H) is k = c of B, K-major core matrices without swizzle (8 n x 16
-// bytes, LBO 128 between neighbours in k, 256 bytes per k step), n = 2 r: the weight rounded to the operand type,
-// n = 2 r + 1: the remainder rounded, the other six 0; rows past next_n are zero. tf32 (k8 steps): accumulator column
-// 8 s + 2 t + e sits in k slot t + 4 e of step s, the A fragment's order.
-template <int H, int NN, int QROWS>
-__device__ __forceinline__ void pt_stage_tc_weights(u8* b_s, const float* __restrict__ weights, i64 row0, int tid) {
-  for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
-    const int r = c / H;
-    const float w = r < NN ? weights[row0 * H + c] : 0.0f;
-    if constexpr (PAGED_TMA_TC_REDUCE == 2) {
-      const uint32_t hi = pt_tf32(w), lo = pt_tf32(w - __uint_as_float(hi));
-      const int slot = (c % 8) / 2 + 4 * (c % 2);
-      u8* const col = b_s + 256 * (c / 8) + 128 * (slot / 4) + 4 * (slot % 4);
-#pragma unroll
-      for (int n = 0; n < 8; ++n)
-        *reinterpret_cast<uint32_t*>(col + 16 * n) = n == 2 * r ? hi : (n == 2 * r + 1 ? lo : 0u);
-    } else {
-      const unsigned short hi = pt_bf16(w), lo = pt_bf16(w - __uint_as_float((uint32_t)hi << 16));
-      u8* const col = b_s + (c / 8) * 128 + (c % 8) * 2;
-#pragma unroll
-      for (int n = 0; n < 8; ++n)
-        *reinterpret_cast<unsigned short*>(col + 16 * n) = n == 2 * r ? hi : (n == 2 * r + 1 ? lo : 0);
-    }
-  }
-}
-// The tile's head sum on the tensor cores (PAGED_TMA_TC_REDUCE) and its stores: lane tig < NN holds row tig's logits
-// of keys gid and gid + 8 of its warp's 16. b_desc: B's descriptor (step 0). Same store rules as head_reduce_store.
-template <int H, int NN, bool INTERIOR = false>
-__device__ __forceinline__ void pt_tc_reduce_store(float (&acc)[NN * H / 2], uint64_t b_desc, float* __restrict__ out,
-                                                   i64 row0, i64 out_row_stride, const TileOut& t,
-                                                   const int (&len)[MAX_NEXT_N], int len_max, int warp, int gid,
-                                                   int tig, bool clean) {
-  static_assert(NN <= 4, "B's 8 columns hold hi and lo of at most 4 rows");
-  constexpr bool TF32 = PAGED_TMA_TC_REDUCE == 2;
-  constexpr int KSTEPS = NN * H / (TF32 ? 8 : 16);
-  uint32_t a[KSTEPS][4];
-#pragma unroll
-  for (int s = 0; s < KSTEPS; ++s)
-#pragma unroll
-    for (int f = 0; f < 4; ++f) {
-      if constexpr (TF32) {  // f: key gid (even f) or gid + 8, column 2 tig (f < 2) or 2 tig + 1
-        a[s][f] = pt_relu_tf32(acc[4 * s + (f % 2) * 2 + f / 2]);
-      } else {  // f: column group 2 s (f < 2) or 2 s + 1, key gid (even f) or gid + 8
-        const int e = 4 * (2 * s + f / 2) + 2 * (f % 2);
-        a[s][f] = pt_relu_bf16x2(acc[e], acc[e + 1]);
-      }
-    }
-  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-  for (int s = 0; s < KSTEPS; ++s) pt_wgmma_n8(c, a[s], pt_desc_add(b_desc, 16 * s), s > 0);
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  wgmma_wait<0>();
-  // the A registers stay live until the wait: the async wgmma reads them
-#pragma unroll
-  for (int s = 0; s < KSTEPS; ++s)
-#pragma unroll
-    for (int f = 0; f < 4; ++f) asm volatile("" ::"r"(a[s][f]) : "memory");
-  fence_regs(c);
-  const int r = tig;
-  if (r >= NN) return;
-  const int tok = t.tile * TILE + 16 * warp + gid;
-  const float v0 = (c[0] + c[1]) * t.sc0, v1 = (c[2] + c[3]) * t.sc1;
-  float* const dst = out + (row0 + r) * out_row_stride + tok;
-  if constexpr (INTERIOR) {
-    dst[0] = v0;
-    dst[8] = v1;
-  } else {
-    int row_len = len[0];
-#pragma unroll
-    for (int rr = 1; rr < MAX_NEXT_N; ++rr)
-      if (r == rr) row_len = len[rr];
-    const float ninf = -__int_as_float(0x7f800000);
-    // Columns >= len_max belong to the -inf fill.
-    if (tok < len_max) {
-      if (tok < row_len) dst[0] = v0;
-      else if (clean) dst[0] = ninf;
-    }
-    if (tok + 8 < len_max) {
-      if (tok + 8 < row_len) dst[8] = v1;
-      else if (clean) dst[8] = ninf;
-    }
-  }
-}
-
 template <int S>
 __device__ __forceinline__ void pt_init_ring(uint32_t full0, uint32_t empty0) {
 #pragma unroll
@@ -590,8 +447,6 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   constexpr int SMR = SPLIT ? PAGED_TMA_SETMAXNREG : 0;
   // One N > 64 wgmma as an N = 64 one and an N - 64 one (the 64-register entry count of the register split).
   constexpr bool HALVES = SPLIT && NC > 64;
-  // PAGED_TMA_TC_REDUCE: the one-accumulator loop of the shipped form only
-  constexpr bool TC = pt_tc_reduce(H, NN) && !WLAYOUT;
 
   constexpr uint32_t K_STAGE = TILE * D;
 
@@ -602,8 +457,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   u8* const q_s = ring_s + S * K_STAGE;                            // [QROWS H][D], swizzled
   float* const s_s = reinterpret_cast<float*>(q_s + QROWS * H * D);  // [S][64]
   float* const w_s = s_s + S * TILE;                               // [QROWS H]
-  // full[S], empty[S]; the weights region holds B of the tensor-core head sum (PT_TC_B_BYTES per column) under TC
-  uint64_t* const bars = reinterpret_cast<uint64_t*>(w_s + QROWS * H * (pt_tc_reduce(H, NN) ? PT_TC_B_BYTES / 4 : 1));
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(w_s + QROWS * H);  // full[S], empty[S]
 
   const int tid = threadIdx.x;
   const int lane = tid & (WARP - 1), warp = tid / WARP;
@@ -656,14 +510,10 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         const bool ok = off < NN * H * D;
         cp_async16_zfill(q0 + swizzled<D>(off), q_span + (ok ? off : 0), ok ? 16u : 0u);
       }
-      if constexpr (TC) {
-        pt_stage_tc_weights<H, NN, QROWS>(reinterpret_cast<u8*>(w_s), weights, row0, tid);
-      } else {
-        for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
-          const int src = WLAYOUT ? pt_weight_column<H>(c) : c;
-          const bool ok = src < NN * H;
-          cp_async4_zfill(w0 + 4 * c, weights + row0 * H + (ok ? src : 0), ok ? 4u : 0u);
-        }
+      for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
+        const int src = WLAYOUT ? pt_weight_column<H>(c) : c;
+        const bool ok = src < NN * H;
+        cp_async4_zfill(w0 + 4 * c, weights + row0 * H + (ok ? src : 0), ok ? 4u : 0u);
       }
       cp_async_commit_group();
       cp_async_wait_groups<0>();
@@ -685,7 +535,6 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           for (int g = 0; g < H / 16; ++g)
             w_reg[i][g] = *reinterpret_cast<const float4*>(w_s + i * H + 16 * g + 4 * tig);
       }
-      const uint64_t b_desc = smem_desc(w0, 128, 256);  // PAGED_TMA_TC_REDUCE's B
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool interior) {
         fence_regs(acc);
         if constexpr (WREGS) {
@@ -697,12 +546,6 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
               acc, chunk * RPC,
               [&](int i, int g) { return *reinterpret_cast<const float4*>(w_rows + i * H + 16 * g); }, out, row0,
               out_row_stride, t, len, len_max, warp, gid, tig, clean);
-        } else if constexpr (TC) {
-          if (interior)
-            pt_tc_reduce_store<H, NN, true>(acc, b_desc, out, row0, out_row_stride, t, len, len_max, warp, gid, tig,
-                                            clean);
-          else
-            pt_tc_reduce_store<H, NN>(acc, b_desc, out, row0, out_row_stride, t, len, len_max, warp, gid, tig, clean);
         } else {
           if (interior)
             head_reduce_store<H, RPC, NN, true>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max,
