@@ -142,3 +142,45 @@ def test_tmaq_trace_summary_reads_the_kernel_slots():
     done3 = next(line for line in lines if line.startswith("consumer 3: row block done"))
     assert "4.00 ( 4.00)" in done3
     assert f"the busiest block ({busiest})" in text
+
+
+def test_paged_trace_summary_reads_the_kernel_slots():
+    """bench/paged_trace.py's slot layout (the PAGED_TMA_TRACE stamps of paged_tma.cuh) on a synthetic timeline of two
+    SMs with known stamps: block life, prologue, per-tile times and waits, drain, residency and slot hand-over."""
+    import numpy as np
+
+    paged_trace = _load("paged_trace")
+    source = (ROOT / "kernels" / "sm90" / "paged_tma.cuh").read_text()
+    assert "PT_TRACE_BLOCKS = 8192, PT_TRACE_TILES = 20" in source
+    assert "PT_TRACE_SLOTS = 9 + 2 * PT_TRACE_TILES" in source and paged_trace.SLOTS == 9 + 2 * 20
+    rng = np.random.default_rng()
+    ghz, tiles, blocks = 2.0, 4, 10  # 5 blocks per SM: 4 in the first wave, one after
+    tr = np.zeros((paged_trace.BLOCKS, paged_trace.SLOTS), dtype=np.int64)
+    t = paged_trace
+    for blk in range(blocks):
+        sm, k = divmod(blk, 5)
+        entry = 1_000_000 * (sm + 1) + (19_000 if k == 4 else 0)   # block 4 of an SM enters at 9.5 us
+        tr[blk, [t.SMID, t.N_TILES, t.ENTRY]] = [sm, tiles, entry]
+        tr[blk, t.ENTRY_NS] = 50_000 + int(rng.integers(0, 100))
+        tr[blk, t.Q_STAGED] = entry + 2_000                           # 1 us
+        tr[blk, t.PRODUCER_START] = entry + 200
+        for i in range(tiles):
+            tr[blk, t.FULL + i] = entry + 3_000 + 4_000 * i   # 0.5 us after the previous tile's reduce
+            tr[blk, t.REDUCED + i] = entry + 6_000 + 4_000 * i                       # 2 us per tile
+        tr[blk, t.PRODUCER_LAST] = entry + 10_000
+        tr[blk, t.EXIT] = entry + 20_000 - (2_000 if k == 3 else 0)  # 10 us lives; block 3 leaves at 9 us
+        tr[blk, t.EXIT_NS] = tr[blk, t.ENTRY_NS] + 10_000
+    text = "\n".join(paged_trace.summarize(tr, blocks, ghz, 12.5))
+    assert f"{blocks} blocks, tiles per block 4-4; kernel (event) 12.5 us" in text
+    assert "block life (us): median 10.00" in text and "max 10.00" in text
+    assert "Q staged after entry (us): median 1.00" in text
+    assert "producer start after entry (us): median 0.10" in text
+    assert "tile 0 full after entry (us): median 1.50" in text
+    assert "exit after the producer's last copy issued (us): median 5.00" in text
+    assert "reduced-to-reduced median 2.00" in text
+    assert "waiting for the tile after the previous reduce: median 0.50" in text and "waiting 25.0%" in text
+    assert "full -> reduced (wgmma + head reduce): median 1.50" in text
+    # each SM: busy from its first entry to block 4's exit (19.5 us), 98000 block-cycles over 39000
+    assert "SMs 2: busy span (us) median 19.50" in text and "blocks resident on average median 2.51" in text
+    # block 4 enters 0.5 us after block 3 left (blocks 0-2 leave later)
+    assert "entry after the latest exit on its SM, past the first wave (us): median 0.50" in text
