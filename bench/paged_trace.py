@@ -64,11 +64,14 @@ def summarize(tr: np.ndarray, blocks: int, sm_ghz: float, event_us: float) -> li
                   "  median per tile index: " + " ".join(f"{np.median(step[:, i]):.2f}" for i in range(k - 1))]
     # blocks resident per SM over its busy span (clock64 is one counter per SM)
     sms = np.unique(tr[:, SMID])
-    resident, spans, gaps = [], [], []
+    resident, spans, gaps, clocks = [], [], [], []
     for sm in sms:
         rows = tr[tr[:, SMID] == sm]
         span = rows[:, EXIT].max() - rows[:, ENTRY].min()
         spans.append(us(span))
+        span_ns = rows[:, EXIT_NS].max() - rows[:, ENTRY_NS].min()
+        if span_ns > 0:
+            clocks.append(span / span_ns)  # the SM's clock over its busy span: cycles per globaltimer ns
         resident.append((rows[:, EXIT] - rows[:, ENTRY]).sum() / max(span, 1))
         # a slot's hand-over: each entry after the SM's first wave against the latest exit before it
         entries = np.sort(rows[:, ENTRY])
@@ -78,6 +81,8 @@ def summarize(tr: np.ndarray, blocks: int, sm_ghz: float, event_us: float) -> li
             if len(before):
                 gaps.append(us(e - before.max()))
     lines += [f"SMs {len(sms)}: busy span (us) {pct(np.array(spans))}; blocks resident on average {pct(np.array(resident))}",
+              f"SM clock over the busy span (GHz, clock64 against globaltimer): "
+              f"{pct(np.array(clocks)) if clocks else '-'} (the us above assume {sm_ghz})",
               f"entry after the latest exit on its SM, past the first wave (us): {pct(np.array(gaps)) if gaps else '-'}"]
     return lines
 

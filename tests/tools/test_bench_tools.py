@@ -157,11 +157,11 @@ def test_paged_trace_summary_reads_the_kernel_slots():
     ghz, tiles, blocks = 2.0, 4, 10  # 5 blocks per SM: 4 in the first wave, one after
     tr = np.zeros((paged_trace.BLOCKS, paged_trace.SLOTS), dtype=np.int64)
     t = paged_trace
+    bases = 1_000_000 * np.arange(1, 3) + rng.integers(0, 1_000_000, 2)  # each SM's clock64 at its first entry
     for blk in range(blocks):
         sm, k = divmod(blk, 5)
-        entry = 1_000_000 * (sm + 1) + (19_000 if k == 4 else 0)   # block 4 of an SM enters at 9.5 us
+        entry = int(bases[sm]) + (19_000 if k == 4 else 0)   # block 4 of an SM enters at 9.5 us
         tr[blk, [t.SMID, t.N_TILES, t.ENTRY]] = [sm, tiles, entry]
-        tr[blk, t.ENTRY_NS] = 50_000 + int(rng.integers(0, 100))
         tr[blk, t.Q_STAGED] = entry + 2_000                           # 1 us
         tr[blk, t.PRODUCER_START] = entry + 200
         for i in range(tiles):
@@ -169,9 +169,11 @@ def test_paged_trace_summary_reads_the_kernel_slots():
             tr[blk, t.REDUCED + i] = entry + 6_000 + 4_000 * i                       # 2 us per tile
         tr[blk, t.PRODUCER_LAST] = entry + 10_000
         tr[blk, t.EXIT] = entry + 20_000 - (2_000 if k == 3 else 0)  # 10 us lives; block 3 leaves at 9 us
-        tr[blk, t.EXIT_NS] = tr[blk, t.ENTRY_NS] + 10_000
+        tr[blk, t.ENTRY_NS] = (entry - int(bases[sm])) // 2 + 50 * sm  # globaltimer ns: half the cycles
+        tr[blk, t.EXIT_NS] = tr[blk, t.ENTRY_NS] + (tr[blk, t.EXIT] - entry) // 2
     text = "\n".join(paged_trace.summarize(tr, blocks, ghz, 12.5))
     assert f"{blocks} blocks, tiles per block 4-4; kernel (event) 12.5 us" in text
+    assert "SM clock over the busy span (GHz, clock64 against globaltimer): median 2.00" in text
     assert "block life (us): median 10.00" in text and "max 10.00" in text
     assert "Q staged after entry (us): median 1.00" in text
     assert "producer start after entry (us): median 0.10" in text
