@@ -157,35 +157,6 @@ __device__ __forceinline__ int pt_smid() {
 #define PT_TRACE(slot, value) ((void)0)
 #endif
 
-// PAGED_TMA_NEXT_PREFETCH d (experiment, session 13; 0 = off): once the producer has issued its block's last copy
-// (the drain: the consumers still have up to a ring of tiles to go), it hints into L2 the first PT_NEXT_PREFETCH_TILES
-// cache blocks of split split + W + d - 1 of the same sequence (same context_lens, same block-table row), where
-// W = ceil(4 x SMs / B) is the splits per wave of four resident blocks per SM: about the block the scheduler starts
-// when this one's slot frees. The trace (docs/PAGED.md "Session 13") has a short block's first tile landing ~2.9 us
-// after entry, three memory latencies in series, and the slot's copies idle through the drain.
-#ifndef PAGED_TMA_NEXT_PREFETCH
-#define PAGED_TMA_NEXT_PREFETCH 0
-#endif
-constexpr int PT_NEXT_PREFETCH_TILES = 4;
-
-// PAGED_TMA_NEXT_PREFETCH's hints, out of line so that its registers stay out of the kernel's allocation.
-template <int D>
-__device__ __noinline__ void pt_prefetch_next(const u8* kv_cache, const int* table_row, int tiles, int split,
-                                              int split_n, int lane) {
-  uint32_t sms;
-  asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
-  const int wave = (int)((4 * sms + gridDim.x - 1) / gridDim.x);
-  const int next = split + wave + PAGED_TMA_NEXT_PREFETCH - 1;
-  if (next >= split_n) return;
-  const int t = (int)((i64)tiles * next / split_n) + lane;
-  if (lane < PT_NEXT_PREFETCH_TILES && t < (int)((i64)tiles * (next + 1) / split_n)) {
-    const int block = __ldg(table_row + t);
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(kv_cache + (i64)block * TILE * (D + 4)),
-                 "r"((uint32_t)(TILE * (D + 4)))
-                 : "memory");
-  }
-}
-
 constexpr int PT_PRODUCER_REGS = 24;
 static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
                                             PAGED_TMA_SETMAXNREG - 64 <= 64 - PT_PRODUCER_REGS),
@@ -566,8 +537,6 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       pt_produce_tiles<D, S>(block_table + (i64)b * max_blocks, tile_begin, tile_end, 0, lane, kv_cache, kv_map, ring0,
                              s0, full0, empty0);
       if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(7, clock64());
-      if constexpr (PAGED_TMA_NEXT_PREFETCH > 0)
-        pt_prefetch_next<D>(kv_cache, block_table + (i64)b * max_blocks, tiles, split, split_n, lane);
       if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
       if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
