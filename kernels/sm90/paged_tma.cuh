@@ -109,10 +109,6 @@
 #ifndef PAGED_TMA_DESC_ADD
 #define PAGED_TMA_DESC_ADD 0
 #endif
-// PAGED_TMA_DESC_LO (experiment, session 13; 0 = off): as DESC_ADD, with the high words as compile-time constants
-#ifndef PAGED_TMA_DESC_LO
-#define PAGED_TMA_DESC_LO 0
-#endif
 // PAGED_TMA_PEEL (session 8; 1 = shipped, 0 = session 7's loop for measurements): the one-accumulator loop
 // (N > PAGED_TMA_PIPE_MAX_N) runs the tiles that lie inside every row's valid range (a prefix of the split) with a head
 // reduce whose stores carry no length tests, as prefill's TMA_PEEL_INTERIOR (v14). Static, H 64 next_n 2: 244
@@ -385,14 +381,6 @@ __device__ __forceinline__ void pt_issue(float (&acc)[RPC * H / 2], uint32_t rin
 #pragma unroll
     for (int s = 0; s < KS; ++s)
       wgmma_ss_k32<NHI>(hi, pt_desc_add(da, 2 * s), pt_desc_add(db, HI_COLS + 2 * s), s > 0);
-  } else if constexpr (PAGED_TMA_DESC_LO) {
-    // the descriptors' constant high words as compile-time constants, the address fields computed once per tile
-    // (K) and per block (Q) and stepped by 2 (32 bytes) per k step: no carry, shared addresses are below 2^18
-    constexpr uint64_t HI = ((uint64_t)(((8 * D) >> 4) & 0x3FFF) << 32) | ((uint64_t)(D == 128 ? 1 : 2) << 62);
-    const uint32_t a_lo = ((ring0 + (i % S) * K_STAGE) >> 4) & 0x3FFF;
-    const uint32_t b_lo = ((q0 + chunk * RPC * H * D) >> 4) & 0x3FFF;
-#pragma unroll
-    for (int s = 0; s < KS; ++s) wgmma_ss_k32<NC>(acc, HI | (a_lo + 2 * s), HI | (b_lo + 2 * s), s > 0);
   } else if constexpr (PAGED_TMA_DESC_ADD) {
     const uint64_t da = swizzled_desc<D>(ring0 + (i % S) * K_STAGE);
     const uint64_t db = swizzled_desc<D>(q0 + chunk * RPC * H * D);
