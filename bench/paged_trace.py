@@ -4,7 +4,7 @@
 A build with -DPAGED_TMA_TRACE=1 (kernels/sm90/paged_tma.cuh) stamps, per block (b * split_n + split), %globaltimer
 at entry and exit, its SM, its tile count and SM clock64 at entry, Q staged, the producer's start and last tile issued,
 each of its first tiles' full-barrier wait and head reduce, and exit. This runs one case through the public call
-(variant "tma", ~2 ms of GPU busy-wait before each call), reads the stamps back through cuModuleGetGlobal and prints
+(variant "tma", ~1 ms of GPU busy-wait before each call), reads the stamps back through cuModuleGetGlobal and prints
 where the blocks' time goes: life, prologue, per-tile consumer time, waits for data, the drain after the last copy,
 and how many blocks each SM kept resident on average.
 
@@ -19,22 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 BLOCKS, TILES = 8192, 20  # PT_TRACE_BLOCKS, PT_TRACE_TILES of the kernel
-SLOTS = 9 + 2 * TILES
+# the kernel's slot enum (PT_TRACE_ENTRY_NS, ...): nine single stamps, then per tile full and reduced
 (ENTRY_NS, EXIT_NS, SMID, N_TILES, ENTRY, Q_STAGED, PRODUCER_START, PRODUCER_LAST, EXIT) = range(9)
-FULL, REDUCED = 9, 9 + TILES
-
-
-def trace_buffer(be) -> int:
-    """The device address of ``pt_trace`` in whichever module the backend loaded holds it, its size checked."""
-    for module in be._modules:
-        err, ptr, size = be.driver.cuModuleGetGlobal(module, b"pt_trace")
-        if int(err) == 0:
-            assert int(size) == BLOCKS * SLOTS * 8, (int(size), BLOCKS * SLOTS * 8)
-            return int(ptr)
-    raise RuntimeError("no loaded module has pt_trace: not a PAGED_TMA_TRACE build (RAWINDEXER_KERNEL_DIR?)")
+FULL = 9
+REDUCED = FULL + TILES
+SLOTS = REDUCED + TILES
 
 
 def summarize(tr: np.ndarray, blocks: int, sm_ghz: float, event_us: float) -> list[str]:
@@ -102,6 +95,7 @@ def main() -> None:
     import rawindexer
     from rawindexer import bench_paged as bp
     from rawindexer.backends import get_backend
+    from trace_capture import median_call, stamp_buffer, traced_calls
 
     torch.manual_seed(1)
     kv, table = bp.make_cache(torch, a.batch, a.context, 64)
@@ -115,22 +109,9 @@ def main() -> None:
     call()
     torch.cuda.synchronize()
     be = get_backend("cuda")
-    ptr = trace_buffer(be)
-    traces, events = [], []
-    for _ in range(a.calls):
-        be.driver.cuMemsetD8(ptr, 0, BLOCKS * SLOTS * 8)
-        torch.cuda.synchronize()
-        torch.cuda._sleep(2_000_000)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        torch.cuda.synchronize()
-        host = np.zeros((BLOCKS, SLOTS), dtype=np.int64)
-        be.copy_to_host(host, ptr)
-        traces.append(host)
-        events.append(start.elapsed_time(end) * 1e3)
-    mid = int(np.argsort(events)[len(events) // 2])
+    ptr = stamp_buffer(be, be._modules, b"pt_trace", BLOCKS * SLOTS * 8)  # whichever module the call loaded
+    traces, events = traced_calls(be, ptr, (BLOCKS, SLOTS), lambda _: call(), a.calls)
+    mid = median_call(events)
     blocks = int((traces[mid][:, ENTRY] != 0).sum())
     print(f"B {a.batch} x {a.context}, next_n {a.next_n}, H {a.heads}: event times "
           f"{' '.join(f'{e:.1f}' for e in events)} us; the median call:")

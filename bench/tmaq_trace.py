@@ -26,25 +26,6 @@ PRODUCER, LOADERS, CONSUMERS = 3, 15, 27       # first slot of each role (2 per 
 PROLOGUE = {75: "loader past the barrier set-up", 76: "loader past setmaxnreg.dec", 77: "consumer 0 past setmaxnreg.inc"}
 
 
-def trace_buffer(be, module) -> int:
-    """The device address of the kernel's ``tmaq_trace`` array (a TMAQ_TRACE build's), its size checked."""
-    err, ptr, size = be.driver.cuModuleGetGlobal(module, b"tmaq_trace")
-    if int(err) != 0:
-        raise RuntimeError(f"cuModuleGetGlobal(tmaq_trace): {err} (not a TMAQ_TRACE build?)")
-    assert int(size) == BLOCKS * SLOTS * 8, (int(size), BLOCKS * SLOTS * 8)
-    return int(ptr)
-
-
-def read_trace(be, ptr: int) -> np.ndarray:
-    host = np.zeros((BLOCKS, SLOTS), dtype=np.int64)
-    be.copy_to_host(host, ptr)
-    return host
-
-
-def clear_trace(be, ptr: int) -> None:
-    be.driver.cuMemsetD8(ptr, 0, BLOCKS * SLOTS * 8)
-
-
 def summarize(tr: np.ndarray, sm_ghz: float) -> list[str]:
     us = lambda cycles: cycles / sm_ghz / 1e3  # noqa: E731
     entry_ns = tr[:, 0] - tr[:, 0].min()
@@ -95,6 +76,7 @@ def main() -> None:
     import torch
 
     from race_sm90 import Launcher
+    from trace_capture import median_call, stamp_buffer, traced_calls
     from rawindexer.bench import input_sets, shape_list, windows_for
 
     shapes = shape_list(a.shape)
@@ -107,24 +89,13 @@ def main() -> None:
     outs = [torch.empty((M, N), device="cuda") for _ in range(nsets)]
     launcher = Launcher(["tmaq"])
     gos = [launcher("tmaq", sets[i], outs[i], bool(a.clean))[0] for i in range(nsets)]
-    be, trace_ptr = launcher.be, trace_buffer(launcher.be, launcher.module)
+    be = launcher.be
+    trace_ptr = stamp_buffer(be, [launcher.module], b"tmaq_trace", BLOCKS * SLOTS * 8)
     for i in range(3):
         gos[i % nsets]()
     torch.cuda.synchronize()
-    traces, events = [], []
-    for call in range(a.calls):
-        clear_trace(be, trace_ptr)
-        torch.cuda.synchronize()
-        torch.cuda._sleep(2_000_000)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        gos[(3 + call) % nsets]()
-        end.record()
-        torch.cuda.synchronize()
-        traces.append(read_trace(be, trace_ptr))
-        events.append(start.elapsed_time(end) * 1e3)
-    order = np.argsort(events)
-    mid = int(order[len(order) // 2])
+    traces, events = traced_calls(be, trace_ptr, (BLOCKS, SLOTS), lambda call: gos[(3 + call) % nsets](), a.calls)
+    mid = median_call(events)
     print(f"{M}x{N} {a.window} clean={a.clean} H={a.heads}, tmaq trace build: event times "
           f"{' '.join(f'{e:.2f}' for e in events)} us; the median call ({events[mid]:.2f} us):")
     print("\n".join(summarize(traces[mid], a.sm_ghz)))

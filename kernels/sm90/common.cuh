@@ -27,6 +27,19 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
+// The diagnostic trace builds' clocks (TMAQ_TRACE, PAGED_TMA_TRACE): %globaltimer (ns, one clock for the whole GPU)
+// lines blocks of different SMs up; %smid names the SM whose clock64 a block's stamps count.
+__device__ __forceinline__ long long globaltimer_ns() {
+  long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ int sm_id() {
+  int id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
 __device__ __forceinline__ uint4 ldg16(const u8* p) {
   // K and Q are read-only for the whole launch: the non-coherent path is safe.
   return __ldg(reinterpret_cast<const uint4*>(p));

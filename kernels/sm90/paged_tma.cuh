@@ -132,22 +132,16 @@ __host__ __device__ constexpr bool pt_peel() {
 #ifndef PAGED_TMA_TRACE
 #define PAGED_TMA_TRACE 0
 #endif
-#if PAGED_TMA_TRACE
 constexpr int PT_TRACE_BLOCKS = 8192, PT_TRACE_TILES = 20;
-// slots: 0 entry globaltimer, 1 exit globaltimer, 2 smid, 3 n_tiles, 4 entry clock, 5 Q staged, 6 producer start,
-// 7 producer's last tile issued, 8 exit clock; 9 + i: tile i full; 9 + PT_TRACE_TILES + i: tile i reduced
-constexpr int PT_TRACE_SLOTS = 9 + 2 * PT_TRACE_TILES;
+// slots, mirrored in bench/paged_trace.py; then PT_TRACE_FULL + i: tile i's full-barrier wait done, PT_TRACE_REDUCED + i:
+// its head reduce done
+enum : int {
+  PT_TRACE_ENTRY_NS, PT_TRACE_EXIT_NS, PT_TRACE_SMID, PT_TRACE_N_TILES, PT_TRACE_ENTRY, PT_TRACE_Q_STAGED,
+  PT_TRACE_PRODUCER_START, PT_TRACE_PRODUCER_LAST, PT_TRACE_EXIT, PT_TRACE_FULL,
+  PT_TRACE_REDUCED = PT_TRACE_FULL + PT_TRACE_TILES, PT_TRACE_SLOTS = PT_TRACE_REDUCED + PT_TRACE_TILES
+};
+#if PAGED_TMA_TRACE
 __device__ long long pt_trace[PT_TRACE_BLOCKS][PT_TRACE_SLOTS];
-__device__ __forceinline__ long long pt_globaltimer() {
-  long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ int pt_smid() {
-  int id;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-  return id;
-}
 #define PT_TRACE(slot, value)                                                                           \
   do {                                                                                                  \
     const int pt_blk_ = blockIdx.x * gridDim.y + blockIdx.y;                                            \
@@ -507,10 +501,10 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   const int n_tiles = tile_end - tile_begin;
   const i64 row0 = (i64)b * NN;
   if (PAGED_TMA_TRACE && tid == 0) {
-    PT_TRACE(0, pt_globaltimer());
-    PT_TRACE(2, pt_smid());
-    PT_TRACE(3, n_tiles);
-    PT_TRACE(4, clock64());
+    PT_TRACE(PT_TRACE_ENTRY_NS, globaltimer_ns());
+    PT_TRACE(PT_TRACE_SMID, sm_id());
+    PT_TRACE(PT_TRACE_N_TILES, n_tiles);
+    PT_TRACE(PT_TRACE_ENTRY, clock64());
   }
   // the fused -inf fill (fill_row_tails), by the consumer warps
   auto fill_tail = [&]() {
@@ -533,10 +527,10 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         if (warp > 4) pt_exit();
       }
       if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
-      if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(6, clock64());
+      if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(PT_TRACE_PRODUCER_START, clock64());
       pt_produce_tiles<D, S>(block_table + (i64)b * max_blocks, tile_begin, tile_end, 0, lane, kv_cache, kv_map, ring0,
                              s0, full0, empty0);
-      if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(7, clock64());
+      if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(PT_TRACE_PRODUCER_LAST, clock64());
       if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
       if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
@@ -560,13 +554,11 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       cp_async_wait_groups<0>();
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's cp.async writes are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
-      if (PAGED_TMA_TRACE && tid == 0) PT_TRACE(5, clock64());
+      if (PAGED_TMA_TRACE && tid == 0) PT_TRACE(PT_TRACE_Q_STAGED, clock64());
 
       auto wait_full = [&](int i) {
         pt_wait_full<S>(full0, i);
-#if PAGED_TMA_TRACE
-        if (tid == 0 && i < PT_TRACE_TILES) PT_TRACE(9 + i, clock64());
-#endif
+        if (PAGED_TMA_TRACE && tid == 0 && i < PT_TRACE_TILES) PT_TRACE(PT_TRACE_FULL + i, clock64());
       };
       auto scales = [&](int i) { return pt_tile_scales<S>(s_s, i, tile_begin + i, warp, gid); };
       auto release = [&](int i) { pt_release<S>(empty0, i); };
@@ -582,7 +574,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           for (int g = 0; g < H / 16; ++g)
             w_reg[i][g] = *reinterpret_cast<const float4*>(w_s + i * H + 16 * g + 4 * tig);
       }
-      auto reduce_tile = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool interior) {
+      auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool interior) {
         fence_regs(acc);
         if constexpr (WREGS) {
           pt_head_reduce<H, RPC, NN>(acc, chunk * RPC, [&](int i, int g) { return w_reg[i][g]; }, out, row0,
@@ -601,14 +593,10 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
             head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp,
                                           gid, tig, clean);
         }
+        const int k = t.tile - tile_begin;
+        if (PAGED_TMA_TRACE && tid == 0 && k < PT_TRACE_TILES) PT_TRACE(PT_TRACE_REDUCED + k, clock64());
       };
 
-      auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool interior) {
-        reduce_tile(acc, chunk, t, interior);
-#if PAGED_TMA_TRACE
-        if (tid == 0 && t.tile - tile_begin < PT_TRACE_TILES) PT_TRACE(9 + PT_TRACE_TILES + t.tile - tile_begin, clock64());
-#endif
-      };
       float acc0[NACC], acc1[PIPE ? NACC : 1];
 #pragma unroll
       for (int k = 0; k < NACC; ++k) acc0[k] = 0.0f;
@@ -621,8 +609,8 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       const int interior_end = pt_peel<H>() ? min(max(len_min / TILE - tile_begin, 0), n_tiles) : 0;
       pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, 0, n_tiles, interior_end, wait_full, issue, scales, release, reduce);
       if (PAGED_TMA_TRACE && tid == 0) {
-        PT_TRACE(1, pt_globaltimer());
-        PT_TRACE(8, clock64());
+        PT_TRACE(PT_TRACE_EXIT_NS, globaltimer_ns());
+        PT_TRACE(PT_TRACE_EXIT, clock64());
       }
       if constexpr (SMR > 0) {  // every setmaxnreg region ends in a return (no join of register budgets)
         fill_tail();

@@ -52,11 +52,6 @@ constexpr int TMAQ_TRACE_BLOCKS = 132, TMAQ_TRACE_ROW_BLOCKS = 6;
 // barrier set-up, past its register release; 77: consumer 0's first thread past its register claim
 constexpr int TMAQ_TRACE_SLOTS = 27 + 12 * 4 + 3;
 __device__ long long tmaq_trace[TMAQ_TRACE_BLOCKS][TMAQ_TRACE_SLOTS];
-__device__ __forceinline__ long long tmaq_globaltimer() {
-  long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 #define TMAQ_STAMP(slot, t0)                                                                              \
   do {                                                                                                    \
     if (b < TMAQ_TRACE_BLOCKS) tmaq_trace[b][(slot)] = (long long)clock64() - (t0);                     \
@@ -114,7 +109,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   const int R = (M + BQ - 1) / BQ;
 #if TMAQ_TRACE
   const long long t_entry = clock64();
-  if (tid == 0 && b < TMAQ_TRACE_BLOCKS) tmaq_trace[b][0] = tmaq_globaltimer();
+  if (tid == 0 && b < TMAQ_TRACE_BLOCKS) tmaq_trace[b][0] = globaltimer_ns();
 #endif
 
   const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
@@ -252,7 +247,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
     }
 #if TMAQ_TRACE
     if (tid == 128 && b < TMAQ_TRACE_BLOCKS) {
-      tmaq_trace[b][1] = tmaq_globaltimer();
+      tmaq_trace[b][1] = globaltimer_ns();
       tmaq_trace[b][2] = clock64() - t_entry;
     }
 #endif

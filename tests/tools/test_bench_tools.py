@@ -6,6 +6,7 @@ import csv
 import importlib.util
 import math
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -152,7 +153,14 @@ def test_paged_trace_summary_reads_the_kernel_slots():
     paged_trace = _load("paged_trace")
     source = (ROOT / "kernels" / "sm90" / "paged_tma.cuh").read_text()
     assert "PT_TRACE_BLOCKS = 8192, PT_TRACE_TILES = 20" in source
-    assert "PT_TRACE_SLOTS = 9 + 2 * PT_TRACE_TILES" in source and paged_trace.SLOTS == 9 + 2 * 20
+    # the kernel's slot enum, in order, against the tool's names (PT_TRACE_X <-> X)
+    body = re.search(r"enum : int \{\s*(PT_TRACE_ENTRY_NS.*?)\};", source, re.S)[1]
+    names = [n.split("=")[0].strip() for n in body.replace("\n", " ").split(",") if n.strip()]
+    assert names[:10] == [f"PT_TRACE_{n}" for n in ("ENTRY_NS", "EXIT_NS", "SMID", "N_TILES", "ENTRY", "Q_STAGED",
+                                                    "PRODUCER_START", "PRODUCER_LAST", "EXIT", "FULL")]
+    assert [getattr(paged_trace, n[len("PT_TRACE_"):]) for n in names[:10]] == list(range(10))
+    assert "PT_TRACE_REDUCED = PT_TRACE_FULL + PT_TRACE_TILES, PT_TRACE_SLOTS = PT_TRACE_REDUCED + PT_TRACE_TILES" in source
+    assert (paged_trace.REDUCED, paged_trace.SLOTS) == (9 + 20, 9 + 2 * 20)
     rng = np.random.default_rng()
     ghz, tiles, blocks = 2.0, 4, 10  # 5 blocks per SM: 4 in the first wave, one after
     tr = np.zeros((paged_trace.BLOCKS, paged_trace.SLOTS), dtype=np.int64)
@@ -186,3 +194,31 @@ def test_paged_trace_summary_reads_the_kernel_slots():
     assert "SMs 2: busy span (us) median 19.50" in text and "blocks resident on average median 2.51" in text
     # block 4 enters 0.5 us after block 3 left (blocks 0-2 leave later)
     assert "entry after the latest exit on its SM, past the first wave (us): median 0.50" in text
+
+
+def test_trace_capture_finds_the_stamp_array_in_the_module_that_holds_it():
+    """bench/trace_capture.py: the first module whose cuModuleGetGlobal succeeds gives the address, its size checked;
+    none holding it is an error naming the array; median_call picks the median event."""
+    import pytest
+
+    trace_capture = _load("trace_capture")
+    rng = random.Random()
+    ptr, nbytes = rng.randrange(1 << 20, 1 << 40), 8 * rng.randrange(1, 1000)
+
+    class Driver:
+        def cuModuleGetGlobal(self, module, name):
+            held = module == "with" and name == b"pt_trace"
+            return (0 if held else 500), (ptr if held else 0), (module_size[0] if held else 0)
+
+    class Backend:
+        driver = Driver()
+
+    module_size = [nbytes]
+    assert trace_capture.stamp_buffer(Backend(), ["without", "with"], b"pt_trace", nbytes) == ptr
+    module_size[0] = nbytes + 8
+    with pytest.raises(AssertionError):
+        trace_capture.stamp_buffer(Backend(), ["without", "with"], b"pt_trace", nbytes)
+    with pytest.raises(RuntimeError, match="tmaq_trace"):
+        trace_capture.stamp_buffer(Backend(), ["without", "with"], b"tmaq_trace", nbytes)
+    events = [rng.uniform(1, 100) for _ in range(5)]
+    assert events[trace_capture.median_call(events)] == sorted(events)[2]
