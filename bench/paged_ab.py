@@ -3,13 +3,16 @@ subprocess through RAWINDEXER_KERNEL_DIR) in the order given, so drift between b
 repeated entry (give the baseline twice). Design "tma" (block size 64, D = 128) unless the entry says otherwise.
 
     python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN][:pN|:wK] ... [--log FILE] [--cases all|n128|decode6|decode7]
+                              [--ragged]
 
 ":sN": the build's tma ring has N stages (the host sizes shared memory from paged_kernels.SM90_TMA_STAGES);
 ":dDESIGN": time that design; ":pN": split_n = N forced through the API; ":wK": split_n = max(1, K x slots // B), K
 waves of the host's resident blocks (slots: dispatch/paged_sm90.py's choose), forced the same way. Each cell names the
 split_n it ran ("s33"; the heuristic's where none is forced). Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5 replays),
 ours / DeepGEMM, % of the read bandwidth (torch sum over 4 GiB, DeepGEMM's subprocess), calc_diff against DeepGEMM
-over the valid columns (BAD: > 1e-3 or a non-finite valid output).
+over the valid columns (BAD: > 1e-3 or a non-finite valid output). --ragged: each case's context lengths drawn
+uniformly from [context / 16, context] (seeded per case: the same for every build and DeepGEMM), a serving batch's
+mix; the bandwidth column then counts the bytes of the lengths drawn.
 """
 from __future__ import annotations
 
@@ -67,8 +70,29 @@ def forced_split(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_b
     return 0
 
 
+def ragged_lengths(torch, B: int, ctx: int, nn: int):
+    """--ragged: context lengths uniform in [ctx / 16, ctx], seeded by the case; (1-D [B], 2-D [B, nn]) int32."""
+    l1 = ragged_lengths_cpu(torch, B, ctx, nn).cuda()
+    l2 = (l1[:, None] - nn + 1 + torch.arange(nn, dtype=torch.int32, device="cuda")[None, :]).contiguous()
+    return l1, l2
+
+
+def ragged_bytes(B: int, ctx: int, nn: int) -> int:
+    """Cache bytes a call reads (132 per token at D = 128) for the case's lengths: all B x ctx, or the drawn ones."""
+    if not os.environ.get("AB_RAGGED"):
+        return B * ctx * 132
+    import torch
+    return int(ragged_lengths_cpu(torch, B, ctx, nn).sum()) * 132
+
+
+def ragged_lengths_cpu(torch, B: int, ctx: int, nn: int):
+    """The lengths of ragged_lengths on the host."""
+    g = torch.Generator().manual_seed(B * 31 + ctx + nn)
+    return torch.randint(max(ctx // 16, nn), ctx + 1, (B,), generator=g, dtype=torch.int32)
+
+
 def ref_path(key: str) -> str:
-    return f"/tmp/pab_ref_{key.replace(',', '_')}.pt"
+    return f"/tmp/pab_ref_{key.replace(',', '_')}{'_ragged' if os.environ.get('AB_RAGGED') else ''}.pt"
 
 
 def child(mode: str) -> None:
@@ -90,6 +114,8 @@ def child(mode: str) -> None:
         torch.manual_seed(B * 7 + ctx + nn * 3 + H)
         kv, table = bp.make_cache(torch, B, ctx, 64)
         q, w, l1, l2 = bp.make_queries(torch, B, ctx, nn, H)
+        if os.environ.get("AB_RAGGED"):
+            l1, l2 = ragged_lengths(torch, B, ctx, nn)
         key = f"{B},{ctx},{nn},{H}"
         if mode == "dg":
             call, why = bp.deepgemm_call(torch, q, kv, w, l2, table, ctx, 64)
@@ -146,6 +172,8 @@ def main(argv: list[str]) -> int:
     os.environ["AB_CASES_SET"] = argv[argv.index("--cases") + 1] if "--cases" in argv else "default"
     CASES = case_set(os.environ["AB_CASES_SET"])
     log = argv[argv.index("--log") + 1] if "--log" in argv else None
+    if "--ragged" in argv:
+        os.environ["AB_RAGGED"] = "1"
     entries = [a for a in argv if "=" in a]
     dg = run_child("dg", {})
     bw = dg.get("read_bw", float("nan"))
@@ -165,12 +193,13 @@ def main(argv: list[str]) -> int:
         runs.append((label, run_child("ours", extra)))
         print(f"# done {label}", flush=True)
     head = "| B | ctx | nn | H | N | DG us | " + " | ".join(label for label, _ in runs) + " |"
-    lines = [f"# read bandwidth {bw / 1e12:.2f} TB/s; cells: us (ours / DG, % read bw)", head,
+    ragged = " (ragged lengths)" if os.environ.get("AB_RAGGED") else ""
+    lines = [f"# read bandwidth {bw / 1e12:.2f} TB/s; cells: us (ours / DG, % read bw){ragged}", head,
              "|" + "---|" * (6 + len(runs))]
     for B, ctx, nn, H in CASES:
         key = f"{B},{ctx},{nn},{H}"
         t_dg = dg.get(key, float("nan"))
-        nbytes = B * ctx * 132
+        nbytes = ragged_bytes(B, ctx, nn)
         cells = []
         for _, res in runs:
             got = list(res.get(key, ()))  # (us, calc_diff, finite, split_n); older logs lack the split
