@@ -462,9 +462,10 @@ __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&ac
 }
 
 // PAGED_TMA_BALANCED's plan, by all THREADS threads of the block (three __syncthreads): the unit of linear block g
-// (b * gridDim.y + split) over the batch's `batch` sequences and `target` = B x split_n parts. Sequence b has tiles_b
-// tiles (its longest row) and parts_b = max(1, floor(tiles_b target / T)) parts (0 if it has no tiles), T = the sum of
-// tiles_b; the parts are numbered in sequence order; g past the last part gets no unit (b = -1). Every thread of
+// (split * gridDim.x + b: the order in which the hardware starts blocks, so spare blocks past the last part start
+// last) over the batch's `batch` sequences and `target` = B x split_n parts. Sequence b has tiles_b tiles (its
+// longest row) and parts_b = max(1, floor(tiles_b target / T)) parts (0 if it has no tiles), T = the sum of tiles_b;
+// the parts are numbered in sequence order; g past the last part gets no unit (b = -1). Every thread of
 // the block returns the same unit. Thread t takes sequences [t K, t K + K), K = ceil(batch / THREADS).
 // Not inlined: inlined (its result read from shared memory, not from blockIdx) ptxas took the H 64 next_n 2 kernel to
 // 98-100 registers (three blocks per SM); called, 96, and the interior tile loop 244 -> 255 instructions.
@@ -569,7 +570,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   int ub = b, upart = split, uparts = split_n;
   if constexpr (BALANCED) {
     const PtUnit x = pt_balanced_unit<NN, pt_threads(H, NN)>(context_lens, flags, limit, gridDim.x,
-                                                             (i64)gridDim.x * split_n, b * gridDim.y + split, tid);
+                                                             (i64)gridDim.x * split_n, split * gridDim.x + b, tid);
     ub = x.b;
     upart = x.part;
     uparts = x.parts;
