@@ -70,25 +70,26 @@ def forced_split(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_b
     return 0
 
 
+def ragged_lengths_host(B: int, ctx: int, nn: int):
+    """--ragged: context lengths uniform in [max(ctx / 16, nn), ctx], seeded by the case (the same for every build
+    and DeepGEMM); int32 [B] numpy."""
+    import numpy as np
+    rng = np.random.default_rng(B * 31 + ctx + nn)
+    return rng.integers(max(ctx // 16, nn), ctx + 1, B).astype(np.int32)
+
+
 def ragged_lengths(torch, B: int, ctx: int, nn: int):
-    """--ragged: context lengths uniform in [ctx / 16, ctx], seeded by the case; (1-D [B], 2-D [B, nn]) int32."""
-    l1 = ragged_lengths_cpu(torch, B, ctx, nn).cuda()
+    """ragged_lengths_host on the GPU: (1-D [B], 2-D [B, nn]) int32, the 2-D form DeepGEMM's convention."""
+    l1 = torch.from_numpy(ragged_lengths_host(B, ctx, nn)).cuda()
     l2 = (l1[:, None] - nn + 1 + torch.arange(nn, dtype=torch.int32, device="cuda")[None, :]).contiguous()
     return l1, l2
 
 
-def ragged_bytes(B: int, ctx: int, nn: int) -> int:
+def cache_bytes(B: int, ctx: int, nn: int) -> int:
     """Cache bytes a call reads (132 per token at D = 128) for the case's lengths: all B x ctx, or the drawn ones."""
     if not os.environ.get("AB_RAGGED"):
         return B * ctx * 132
-    import torch
-    return int(ragged_lengths_cpu(torch, B, ctx, nn).sum()) * 132
-
-
-def ragged_lengths_cpu(torch, B: int, ctx: int, nn: int):
-    """The lengths of ragged_lengths on the host."""
-    g = torch.Generator().manual_seed(B * 31 + ctx + nn)
-    return torch.randint(max(ctx // 16, nn), ctx + 1, (B,), generator=g, dtype=torch.int32)
+    return int(ragged_lengths_host(B, ctx, nn).astype("int64").sum()) * 132
 
 
 def ref_path(key: str) -> str:
@@ -199,7 +200,7 @@ def main(argv: list[str]) -> int:
     for B, ctx, nn, H in CASES:
         key = f"{B},{ctx},{nn},{H}"
         t_dg = dg.get(key, float("nan"))
-        nbytes = ragged_bytes(B, ctx, nn)
+        nbytes = cache_bytes(B, ctx, nn)
         cells = []
         for _, res in runs:
             got = list(res.get(key, ()))  # (us, calc_diff, finite, split_n); older logs lack the split

@@ -7,8 +7,7 @@ kernels/sm90/paged_tma.cuh), only the instances the A/B times (D = 128, block si
 DST starts as a copy of SRC (a full kernel directory: the other ops' code objects and manifest sections); the decode
 section is rebuilt (--all: every instance of the shipped list, D = 64 too, as the GPU sweep needs).
 -DPAGED_TMA_PERSISTENT=1 (the persistent grid) adds the kernels' `batch` argument to the design's declared list, so the
-build's argument check and the host's is_persistent see it; -DPAGED_TMA_BALANCED=1 marks the tma entries
-`balanced_split` in the manifest (the host's is_balanced: split_n + 1 blocks per sequence). Prints each tma kernel's registers and spills per next_n. Intermediate files: /tmp/varbuild/DST.
+build's argument check and the host's is_persistent see it. Prints each tma kernel's registers and spills per next_n. Intermediate files: /tmp/varbuild/DST.
 """
 from __future__ import annotations
 
@@ -44,13 +43,7 @@ def main(argv: list[str]) -> None:
     tools = build.cuda_toolchain()
     tools = dataclasses.replace(tools, extra_flags=(*tools.extra_flags, *defines))
     path = build.build_paged_sm90(Path("/tmp/varbuild") / dst.name, dst, tools)
-    manifest = json.loads(path.read_text())
-    kernels = manifest["ops"][pk.OP]["sm_90a"]["kernels"]
-    if any(d.replace(" ", "") in ("-DPAGED_TMA_BALANCED=1", "-DPAGED_TMA_BALANCED") for d in defines):
-        for k in kernels.values():  # the host launches split_n + 1 blocks per sequence (paged_sm90.is_balanced)
-            if k["params"]["design"] == "tma":
-                k["params"]["balanced_split"] = True
-        path.write_text(json.dumps(manifest, indent=1))
+    kernels = json.loads(path.read_text())["ops"][pk.OP]["sm_90a"]["kernels"]
     for name, k in kernels.items():
         if k["params"]["design"] == "tma":
             regs = {n: (r["registers"], r["spill_stores"] + r["spill_loads"]) for n, r in k["resources_by_next_n"].items()}

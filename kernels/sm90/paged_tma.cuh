@@ -119,18 +119,6 @@
 #ifndef PAGED_TMA_PEEL
 #define PAGED_TMA_PEEL 1
 #endif
-// PAGED_TMA_BALANCED (experiment, session 14; 0 = the shipped split): splits sized by the sequences' real lengths.
-// The shipped rule cuts every sequence into split_n equal parts, split_n chosen from max_context_len on the host
-// (capturable: no host read of context_lens), so in a ragged batch the long sequences' blocks run long while the
-// short ones' finish early and pay a block's fixed cost for a few tiles (measured, session 14 call 1: lengths uniform
-// in [context / 16, context] ran 1.2-1.6x DeepGEMM's time at N = 128, whose schedule reads the lengths on the
-// device). With it, every block reads all B lengths (pt_balanced_unit) and takes its share of the block-uniform
-// plan: sequence b gets parts_b = max(1, floor(tiles_b x G / T)) splits (G = B x split_n, T = the sum of tiles), so
-// parts are about T / G tiles everywhere; the host launches split_n + 1 blocks per sequence (the max(1, .) can add up
-// to B parts; the spare blocks only fill). Uniform lengths give the shipped partition.
-#ifndef PAGED_TMA_BALANCED
-#define PAGED_TMA_BALANCED 0
-#endif
 template <int H>
 __host__ __device__ constexpr bool pt_peel() {
   return PAGED_TMA_PEEL && H >= 64;
@@ -461,63 +449,6 @@ __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&ac
   }
 }
 
-// PAGED_TMA_BALANCED's plan, by all THREADS threads of the block (three __syncthreads): the unit of linear block g
-// (split * gridDim.x + b: the order in which the hardware starts blocks, so spare blocks past the last part start
-// last) over the batch's `batch` sequences and `target` = B x split_n parts. Sequence b has tiles_b tiles (its
-// longest row) and parts_b = max(1, floor(tiles_b target / T)) parts (0 if it has no tiles), T = the sum of tiles_b;
-// the parts are numbered in sequence order; g past the last part gets no unit (b = -1). Every thread of
-// the block returns the same unit. Thread t takes sequences [t K, t K + K), K = ceil(batch / THREADS).
-// Not inlined: inlined (its result read from shared memory, not from blockIdx) ptxas took the H 64 next_n 2 kernel to
-// 98-100 registers (three blocks per SM); called, 96, and the interior tile loop 244 -> 255 instructions.
-struct PtUnit {
-  int b, part, parts;
-};
-template <int NN, int THREADS>
-__device__ __noinline__ PtUnit pt_balanced_unit(const int* __restrict__ context_lens, int flags, i64 limit,
-                                                   int batch, i64 target, int g, int tid) {
-  constexpr int WARPS = THREADS / WARP;
-  __shared__ long long pt_warp_tiles[WARPS], pt_warp_parts[WARPS];
-  __shared__ PtUnit pt_unit;
-  const int lane = tid & (WARP - 1), warp = tid / WARP;
-  const int per = (batch + THREADS - 1) / THREADS, b0 = min(tid * per, batch), b1 = min(b0 + per, batch);
-  auto tiles_of = [&](int b) {
-    int len[MAX_NEXT_N];
-    return (row_lengths<NN>(len, context_lens, b, flags, limit) + TILE - 1) / TILE;
-  };
-  long long mine = 0;
-  for (int b = b0; b < b1; ++b) mine += tiles_of(b);
-#pragma unroll
-  for (int o = WARP / 2; o > 0; o /= 2) mine += __shfl_xor_sync(0xffffffffu, mine, o);
-  if (lane == 0) pt_warp_tiles[warp] = mine;
-  if (tid == 0) pt_unit = PtUnit{-1, 0, 0};
-  __syncthreads();
-  long long total = 0;
-#pragma unroll
-  for (int w = 0; w < WARPS; ++w) total += pt_warp_tiles[w];
-  auto parts_of = [&](int tiles) { return tiles == 0 ? 0 : (int)max(1LL, (long long)tiles * target / total); };
-  long long my_parts = 0;
-  for (int b = b0; b < b1; ++b) my_parts += parts_of(tiles_of(b));  // (the lengths again: L1 hits)
-  long long incl = my_parts;  // inclusive scan over the warp, then the warps before
-#pragma unroll
-  for (int o = 1; o < WARP; o *= 2) {
-    const long long up = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += up;
-  }
-  if (lane == WARP - 1) pt_warp_parts[warp] = incl;
-  __syncthreads();
-  long long first = incl - my_parts;
-  for (int w = 0; w < warp; ++w) first += pt_warp_parts[w];
-  for (int b = b0; b < b1; ++b) {
-    const int tiles = tiles_of(b), parts = parts_of(tiles);
-    if (g >= first && g < first + parts) pt_unit = PtUnit{b, (int)(g - first), parts};
-    first += parts;
-  }
-  __syncthreads();
-  const PtUnit u = pt_unit;  // returned through REDUX (ptxas: 96 registers at H 64 next_n 2 with it, 98 without)
-  return PtUnit{__reduce_max_sync(0xffffffffu, u.b), __reduce_max_sync(0xffffffffu, u.part),
-                __reduce_max_sync(0xffffffffu, u.parts)};
-}
-
 template <int H, int D, int NN>
 __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u8* __restrict__ kv_cache,
                                                const float* __restrict__ weights, const int* __restrict__ context_lens,
@@ -562,26 +493,13 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   const bool clean = flags & FLAG_CLEAN_LOGITS;
 
   const i64 limit = min((i64)max_context_len, (i64)max_blocks * BS);
-  // DESIGN: the block's unit: split `split` of split_n equal parts of sequence b = (blockIdx.x, blockIdx.y), or under
-  // PAGED_TMA_BALANCED the length-balanced plan's unit of this block. The -inf fill stays with (blockIdx.x, .y).
-  constexpr bool BALANCED = PAGED_TMA_BALANCED && SMR == 0;
   int len[MAX_NEXT_N];
-  const int b_len_max = row_lengths<NN>(len, context_lens, b, flags, limit);
-  int ub = b, upart = split, uparts = split_n;
-  if constexpr (BALANCED) {
-    const PtUnit x = pt_balanced_unit<NN, pt_threads(H, NN)>(context_lens, flags, limit, gridDim.x,
-                                                             (i64)gridDim.x * split_n, split * gridDim.x + b, tid);
-    ub = x.b;
-    upart = x.part;
-    uparts = x.parts;
-  }
-  const int len_max = BALANCED ? (ub < 0 ? 0 : row_lengths<NN>(len, context_lens, ub, flags, limit)) : b_len_max;
+  const int len_max = row_lengths<NN>(len, context_lens, b, flags, limit);
   const int tiles = (len_max + TILE - 1) / TILE;
-  const bool no_unit = BALANCED && ub < 0;
-  const int tile_begin = no_unit ? 0 : (int)((i64)tiles * upart / uparts);
-  const int tile_end = no_unit ? 0 : (int)((i64)tiles * (upart + 1) / uparts);
+  const int tile_begin = (int)((i64)tiles * split / split_n);
+  const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
   const int n_tiles = tile_end - tile_begin;
-  const i64 row0 = (i64)ub * NN;
+  const i64 row0 = (i64)b * NN;
   if (PAGED_TMA_TRACE && tid == 0) {
     PT_TRACE(PT_TRACE_ENTRY_NS, globaltimer_ns());
     PT_TRACE(PT_TRACE_SMID, sm_id());
@@ -590,13 +508,9 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   }
   // the fused -inf fill (fill_row_tails), by the consumer warps
   auto fill_tail = [&]() {
-    if (clean && warp < 4) {
-      // BALANCED: b's length read again here (an L1 / L2 hit), not held across the tile loop
-      int b_len[MAX_NEXT_N];
-      const int fill_len_max = BALANCED ? row_lengths<NN>(b_len, context_lens, b, flags, limit) : len_max;
-      fill_row_tails<NN>(out, (i64)b * NN, out_row_stride, fill_len_max, max_context_len, split * num_warps + warp,
-                         (BALANCED ? (int)gridDim.y : split_n) * num_warps, lane);
-    }
+    if (clean && warp < 4)
+      fill_row_tails<NN>(out, row0, out_row_stride, len_max, max_context_len, split * num_warps + warp,
+                         split_n * num_warps, lane);
   };
 
   if (n_tiles > 0) {  // block-uniform
@@ -614,7 +528,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       }
       if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
       if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(PT_TRACE_PRODUCER_START, clock64());
-      pt_produce_tiles<D, S>(block_table + (i64)ub * max_blocks, tile_begin, tile_end, 0, lane, kv_cache, kv_map, ring0,
+      pt_produce_tiles<D, S>(block_table + (i64)b * max_blocks, tile_begin, tile_end, 0, lane, kv_cache, kv_map, ring0,
                              s0, full0, empty0);
       if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(PT_TRACE_PRODUCER_LAST, clock64());
       if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
@@ -637,8 +551,6 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         cp_async4_zfill(w0 + 4 * c, weights + row0 * H + (ok ? src : 0), ok ? 4u : 0u);
       }
       cp_async_commit_group();
-      // BALANCED: the -inf fill while Q's copies are in flight (b and the split are then not held across the tiles)
-      if constexpr (BALANCED) fill_tail();
       cp_async_wait_groups<0>();
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's cp.async writes are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
@@ -707,7 +619,7 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     }
   }
 
-  if (!BALANCED || n_tiles <= 0) fill_tail();
+  fill_tail();
 }
 
 // The persistent form (PAGED_TMA_PERSISTENT): the shipped loop of paged_tma_body (one consumer warpgroup, the

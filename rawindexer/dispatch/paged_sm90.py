@@ -46,12 +46,6 @@ def min_tiles_per_split(batch: int, tiles: int, slots: int) -> int:
     return 1 if max(batch, 1) * -(-tiles // MIN_TILES_PER_SPLIT) < slots else MIN_TILES_PER_SPLIT
 
 
-def is_balanced(entry: dict | None) -> bool:
-    """Whether a manifest entry's kernels plan their splits from the real lengths (PAGED_TMA_BALANCED, an experiment
-    build of "tma": kernels/sm90/paged_tma.cuh): they take split_n + 1 blocks per sequence (the spare ones fill)."""
-    return bool(entry) and bool(entry.get("params", {}).get("balanced_split"))
-
-
 def is_persistent(entry: dict | None) -> bool:
     """Whether a manifest entry's kernels run a persistent grid: their argument list carries ``batch`` (the grid no
     longer does)."""
@@ -106,7 +100,7 @@ class PagedSm90Family(PagedGfx950Family):
         # a persistent kernel (an experiment build of "tma": kernels/sm90/paged_tma.cuh, PAGED_TMA_PERSISTENT; its
         # argument list ends in `batch`) runs one block per resident slot over the batch x split_n (b, split) units
         cfg["grid"] = ((min(max(p.batch, 1) * split_n, slots, PERSISTENT_MAX_GRID or slots), 1, 1)
-                       if persistent else (p.batch, split_n + int(is_balanced(entry)), 1))
+                       if persistent else (p.batch, split_n, 1))
         return cfg
 
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,

@@ -222,3 +222,18 @@ def test_trace_capture_finds_the_stamp_array_in_the_module_that_holds_it():
         trace_capture.stamp_buffer(Backend(), ["without", "with"], b"tmaq_trace", nbytes)
     events = [rng.uniform(1, 100) for _ in range(5)]
     assert events[trace_capture.median_call(events)] == sorted(events)[2]
+
+
+def test_paged_ab_ragged_lengths_are_seeded_per_case_and_in_range(monkeypatch):
+    paged_ab = _load("paged_ab")
+    rng = random.Random()
+    B, ctx, nn = rng.choice((8, 64, 256)), rng.choice((4096, 32768)), rng.randint(1, 4)
+    lens = paged_ab.ragged_lengths_host(B, ctx, nn)
+    assert lens.shape == (B,) and str(lens.dtype) == "int32"
+    assert lens.min() >= max(ctx // 16, nn) and lens.max() <= ctx
+    assert len(set(lens.tolist())) > 1, "ragged lengths must differ"
+    assert (paged_ab.ragged_lengths_host(B, ctx, nn) == lens).all(), "every build and DeepGEMM see the same lengths"
+    monkeypatch.delenv("AB_RAGGED", raising=False)
+    assert paged_ab.cache_bytes(B, ctx, nn) == B * ctx * 132
+    monkeypatch.setenv("AB_RAGGED", "1")
+    assert paged_ab.cache_bytes(B, ctx, nn) == int(lens.astype("int64").sum()) * 132
