@@ -10,9 +10,9 @@ repeated entry (give the baseline twice). Design "tma" (block size 64, D = 128) 
 waves of the host's resident blocks (slots: dispatch/paged_sm90.py's choose), forced the same way. Each cell names the
 split_n it ran ("s33"; the heuristic's where none is forced). Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5 replays),
 ours / DeepGEMM, % of the read bandwidth (torch sum over 4 GiB, DeepGEMM's subprocess), calc_diff against DeepGEMM
-over the valid columns (BAD: > 1e-3 or a non-finite valid output). --ragged: each case's context lengths drawn
-uniformly from [context / 16, context] (seeded per case: the same for every build and DeepGEMM), a serving batch's
-mix; the bandwidth column then counts the bytes of the lengths drawn.
+over the valid columns (BAD: > 1e-3 or a non-finite valid output). --ragged: each case's context lengths as the public
+benchmark's --ragged draws them (rawindexer.bench_paged.ragged_lengths: uniform in [context / 16, context], seeded per
+case, the same for every build and DeepGEMM); the bandwidth column then counts the bytes of the lengths drawn.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # rawindexer from this checkout (bench_paged, the children)
 CASES = [  # (B, context, next_n, H): N = next_n x H = 128 first, then 64 and 32 for the no-regression check
     (64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 4, 32), (256, 4096, 2, 64),
     (64, 32768, 1, 64), (64, 131072, 1, 64), (64, 131072, 2, 32), (64, 131072, 1, 32), (64, 32768, 1, 32),
@@ -70,17 +71,11 @@ def forced_split(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_b
     return 0
 
 
-def ragged_lengths_host(B: int, ctx: int, nn: int):
-    """--ragged: context lengths uniform in [max(ctx / 16, nn), ctx], seeded by the case (the same for every build
-    and DeepGEMM); int32 [B] numpy."""
-    import numpy as np
-    rng = np.random.default_rng(B * 31 + ctx + nn)
-    return rng.integers(max(ctx // 16, nn), ctx + 1, B).astype(np.int32)
-
-
 def ragged_lengths(torch, B: int, ctx: int, nn: int):
-    """ragged_lengths_host on the GPU: (1-D [B], 2-D [B, nn]) int32, the 2-D form DeepGEMM's convention."""
-    l1 = torch.from_numpy(ragged_lengths_host(B, ctx, nn)).cuda()
+    """--ragged: rawindexer.bench_paged.ragged_lengths on the GPU (the public benchmark's draw): (1-D [B], 2-D
+    [B, nn]) int32, the 2-D form DeepGEMM's convention."""
+    from rawindexer.bench_paged import ragged_lengths as host_lengths
+    l1 = torch.from_numpy(host_lengths(B, ctx, nn)).cuda()
     l2 = (l1[:, None] - nn + 1 + torch.arange(nn, dtype=torch.int32, device="cuda")[None, :]).contiguous()
     return l1, l2
 
@@ -89,7 +84,8 @@ def cache_bytes(B: int, ctx: int, nn: int) -> int:
     """Cache bytes a call reads (132 per token at D = 128) for the case's lengths: all B x ctx, or the drawn ones."""
     if not os.environ.get("AB_RAGGED"):
         return B * ctx * 132
-    return int(ragged_lengths_host(B, ctx, nn).astype("int64").sum()) * 132
+    from rawindexer.bench_paged import ragged_lengths as host_lengths
+    return int(host_lengths(B, ctx, nn).astype("int64").sum()) * 132
 
 
 def ref_path(key: str) -> str:

@@ -11,7 +11,8 @@ sequence at the full context, physical blocks shuffled. Times are GPU times per 
 "cache GB/s" = bytes of the fused cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the
 card's read bandwidth (a torch sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are
 marked L2: their bandwidth is not HBM's. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from
-the same inputs).
+the same inputs). --ragged: each case's context lengths drawn uniformly from [context / 16, context] (seeded per
+case, the same for both kernels), as a serving batch mixes them; the byte counts are then those of the drawn lengths.
 """
 from __future__ import annotations
 
@@ -93,11 +94,22 @@ def make_cache(torch, B: int, context: int, block_size: int):
     return kv_cache, block_table
 
 
-def make_queries(torch, B: int, context: int, next_n: int, heads: int):
+def ragged_lengths(B: int, context: int, next_n: int):
+    """--ragged: B context lengths uniform in [max(context / 16, next_n), context], seeded by the case (every kernel
+    timed on it sees the same ones); int32 numpy [B]."""
+    import numpy as np
+    rng = np.random.default_rng(B * 31 + context + next_n)
+    return rng.integers(max(context // 16, next_n), context + 1, B).astype(np.int32)
+
+
+def make_queries(torch, B: int, context: int, next_n: int, heads: int, ragged: bool = False):
+    """q [B, next_n, H, D] e4m3, weights [B next_n, H] f32, context lengths 1-D [B] and 2-D [B, next_n] int32 (every
+    sequence at `context`, or ragged_lengths)."""
     dev = "cuda"
     q = torch.randn((B, next_n, heads, HEAD_DIM), device=dev).to(torch.float8_e4m3fn)
     weights = torch.randn((B * next_n, heads), device=dev, dtype=torch.float32)
-    lens_1d = torch.full((B,), context, dtype=torch.int32, device=dev)
+    lens_1d = (torch.from_numpy(ragged_lengths(B, context, next_n)).to(dev) if ragged
+               else torch.full((B,), context, dtype=torch.int32, device=dev))
     lens_2d = (lens_1d[:, None] - next_n + 1 + torch.arange(next_n, device=dev, dtype=torch.int32)[None, :]).contiguous()
     return q, weights, lens_1d, lens_2d
 
@@ -161,7 +173,7 @@ def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str
 
 
 def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...] = DESIGNS,
-        batches: tuple[int, ...] = GRID_B, settle_s: float = SETTLE_S) -> int:
+        batches: tuple[int, ...] = GRID_B, settle_s: float = SETTLE_S, ragged: bool = False) -> int:
     import torch
 
     import rawindexer
@@ -170,7 +182,8 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
     name = torch.cuda.get_device_name(0)
     lines = [f"# fp8_paged_mqa_logits on {name}: read bandwidth (torch sum, 4 GiB) {bw / 1e12:.2f} TB/s; "
              f"block_size {block_size}, D {HEAD_DIM}, GPU time per call from CUDA graphs of {REPS} calls, "
-             f"each timing after {settle_s:g} s of idle",
+             f"each timing after {settle_s:g} s of idle"
+             + ("; ragged lengths (uniform in [context / 16, context])" if ragged else ""),
              "| B | context | next_n | H | design | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
@@ -180,13 +193,14 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
     dg_note_printed = False
     for B, context in shapes:
         kv_cache, table = make_cache(torch, B, context, block_size)
-        cache_bytes = B * context * (HEAD_DIM + 4)
-        note = "L2" if cache_bytes * 2 <= L2_BYTES else ""
         for next_n in GRID_NEXT_N:
+            tokens = int(ragged_lengths(B, context, next_n).astype("int64").sum()) if ragged else B * context
+            cache_bytes = tokens * (HEAD_DIM + 4)
+            note = "L2" if cache_bytes * 2 <= L2_BYTES else ""
             for heads in GRID_HEADS:
                 if quick and heads != 64:
                     continue
-                q, weights, lens_1d, lens_2d = make_queries(torch, B, context, next_n, heads)
+                q, weights, lens_1d, lens_2d = make_queries(torch, B, context, next_n, heads, ragged)
                 out = torch.empty((B * next_n, context), dtype=torch.float32, device="cuda")
                 q_u8 = q.view(torch.uint8)
                 dg, reason = deepgemm_call(torch, q, kv_cache, weights, lens_2d, table, context, block_size)
@@ -235,10 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=SETTLE_S,
                         help=f"seconds of idle before each timing (default {SETTLE_S}; 0: none)")
     parser.add_argument("--batches", default=",".join(map(str, GRID_B)), help="B values, in the order run")
+    parser.add_argument("--ragged", action="store_true",
+                        help="context lengths uniform in [context / 16, context] instead of all at context")
     args = parser.parse_args(argv)
     t0 = time.time()
     rc = run(args.quick, args.block_size, args.log, tuple(args.designs.split(",")),
-             tuple(int(b) for b in args.batches.split(",")), args.settle)
+             tuple(int(b) for b in args.batches.split(",")), args.settle, args.ragged)
     print(f"# {time.time() - t0:.0f} s", file=sys.stderr)
     return rc
 

@@ -224,16 +224,32 @@ def test_trace_capture_finds_the_stamp_array_in_the_module_that_holds_it():
     assert events[trace_capture.median_call(events)] == sorted(events)[2]
 
 
-def test_paged_ab_ragged_lengths_are_seeded_per_case_and_in_range(monkeypatch):
+def test_ragged_lengths_are_seeded_per_case_and_in_range(monkeypatch):
+    """The decode benchmark's --ragged draw (rawindexer.bench_paged.ragged_lengths), which bench/paged_ab.py --ragged
+    shares, and the byte count the A/B's bandwidth column takes from it."""
+    from rawindexer import bench_paged
+
     paged_ab = _load("paged_ab")
     rng = random.Random()
     B, ctx, nn = rng.choice((8, 64, 256)), rng.choice((4096, 32768)), rng.randint(1, 4)
-    lens = paged_ab.ragged_lengths_host(B, ctx, nn)
+    lens = bench_paged.ragged_lengths(B, ctx, nn)
     assert lens.shape == (B,) and str(lens.dtype) == "int32"
     assert lens.min() >= max(ctx // 16, nn) and lens.max() <= ctx
     assert len(set(lens.tolist())) > 1, "ragged lengths must differ"
-    assert (paged_ab.ragged_lengths_host(B, ctx, nn) == lens).all(), "every build and DeepGEMM see the same lengths"
+    assert (bench_paged.ragged_lengths(B, ctx, nn) == lens).all(), "every kernel timed sees the same lengths"
     monkeypatch.delenv("AB_RAGGED", raising=False)
     assert paged_ab.cache_bytes(B, ctx, nn) == B * ctx * 132
     monkeypatch.setenv("AB_RAGGED", "1")
     assert paged_ab.cache_bytes(B, ctx, nn) == int(lens.astype("int64").sum()) * 132
+
+
+def test_paged_bench_passes_ragged_to_the_run(monkeypatch):
+    from rawindexer import bench_paged
+
+    seen = {}
+    monkeypatch.setattr(bench_paged, "run", lambda *a: seen.setdefault("args", a) and 0)
+    bench_paged.main(["--designs", "tma", "--ragged", "--settle", "0"])
+    assert seen["args"][1:] and seen["args"][-1] is True and seen["args"][3] == ("tma",)
+    seen.clear()
+    bench_paged.main(["--designs", "tma"])
+    assert seen["args"][-1] is False
