@@ -71,21 +71,10 @@ def forced_split(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_b
     return 0
 
 
-def ragged_lengths(torch, B: int, ctx: int, nn: int):
-    """--ragged: rawindexer.bench_paged.ragged_lengths on the GPU (the public benchmark's draw): (1-D [B], 2-D
-    [B, nn]) int32, the 2-D form DeepGEMM's convention."""
-    from rawindexer.bench_paged import ragged_lengths as host_lengths
-    l1 = torch.from_numpy(host_lengths(B, ctx, nn)).cuda()
-    l2 = (l1[:, None] - nn + 1 + torch.arange(nn, dtype=torch.int32, device="cuda")[None, :]).contiguous()
-    return l1, l2
-
-
 def cache_bytes(B: int, ctx: int, nn: int) -> int:
     """Cache bytes a call reads (132 per token at D = 128) for the case's lengths: all B x ctx, or the drawn ones."""
-    if not os.environ.get("AB_RAGGED"):
-        return B * ctx * 132
-    from rawindexer.bench_paged import ragged_lengths as host_lengths
-    return int(host_lengths(B, ctx, nn).astype("int64").sum()) * 132
+    from rawindexer.bench_paged import cache_tokens
+    return cache_tokens(B, ctx, nn, bool(os.environ.get("AB_RAGGED"))) * 132
 
 
 def ref_path(key: str) -> str:
@@ -110,9 +99,7 @@ def child(mode: str) -> None:
     for B, ctx, nn, H in cases:
         torch.manual_seed(B * 7 + ctx + nn * 3 + H)
         kv, table = bp.make_cache(torch, B, ctx, 64)
-        q, w, l1, l2 = bp.make_queries(torch, B, ctx, nn, H)
-        if os.environ.get("AB_RAGGED"):
-            l1, l2 = ragged_lengths(torch, B, ctx, nn)
+        q, w, l1, l2 = bp.make_queries(torch, B, ctx, nn, H, bool(os.environ.get("AB_RAGGED")))
         key = f"{B},{ctx},{nn},{H}"
         if mode == "dg":
             call, why = bp.deepgemm_call(torch, q, kv, w, l2, table, ctx, 64)

@@ -102,6 +102,11 @@ def ragged_lengths(B: int, context: int, next_n: int):
     return rng.integers(max(context // 16, next_n), context + 1, B).astype(np.int32)
 
 
+def cache_tokens(B: int, context: int, next_n: int, ragged: bool = False) -> int:
+    """Tokens of the cache a call reads: B x context, or the sum of the case's ragged_lengths."""
+    return int(ragged_lengths(B, context, next_n).astype("int64").sum()) if ragged else B * context
+
+
 def make_queries(torch, B: int, context: int, next_n: int, heads: int, ragged: bool = False):
     """q [B, next_n, H, D] e4m3, weights [B next_n, H] f32, context lengths 1-D [B] and 2-D [B, next_n] int32 (every
     sequence at `context`, or ragged_lengths)."""
@@ -194,8 +199,7 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
     for B, context in shapes:
         kv_cache, table = make_cache(torch, B, context, block_size)
         for next_n in GRID_NEXT_N:
-            tokens = int(ragged_lengths(B, context, next_n).astype("int64").sum()) if ragged else B * context
-            cache_bytes = tokens * (HEAD_DIM + 4)
+            cache_bytes = cache_tokens(B, context, next_n, ragged) * (HEAD_DIM + 4)
             note = "L2" if cache_bytes * 2 <= L2_BYTES else ""
             for heads in GRID_HEADS:
                 if quick and heads != 64:
