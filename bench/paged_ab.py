@@ -2,12 +2,14 @@
 subprocess through RAWINDEXER_KERNEL_DIR) in the order given, so drift between builds shows as the spread of a
 repeated entry (give the baseline twice). Design "tma" (block size 64, D = 128) unless the entry says otherwise.
 
-    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN][:pN|:wK] ... [--log FILE] [--cases all|n128|decode6|decode7]
+    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN][:pN|:wK|:tT] ... [--log FILE] [--cases all|n128|decode6|decode7|split]
                               [--ragged]
 
 ":sN": the build's tma ring has N stages (the host sizes shared memory from paged_kernels.SM90_TMA_STAGES);
 ":dDESIGN": time that design; ":pN": split_n = N forced through the API; ":wK": split_n = max(1, K x slots // B), K
-waves of the host's resident blocks (slots: dispatch/paged_sm90.py's choose), forced the same way. Each cell names the
+waves of the host's resident blocks (slots: dispatch/paged_sm90.py's choose), forced the same way; ":tT": the
+heuristic's split_n raised until no split holds more than T tiles at the case's context (split_n = max(heuristic,
+ceil(tiles / T))). Each cell names the
 split_n it ran ("s33"; the heuristic's where none is forced). Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5 replays),
 ours / DeepGEMM, % of the read bandwidth (torch sum over 4 GiB, DeepGEMM's subprocess), calc_diff against DeepGEMM
 over the valid columns (BAD: > 1e-3 or a non-finite valid output). --ragged: each case's context lengths as the public
@@ -43,8 +45,17 @@ CASES_DECODE6 = [
 ]
 
 
+# --cases split: the large batches whose split count ragged lengths make matter (one wave of blocks at B = 256), B = 64
+# and B = 8 beside them
+CASES_SPLIT = [
+    (256, 131072, 2, 64), (256, 131072, 1, 64), (256, 131072, 1, 32), (256, 32768, 2, 64), (256, 32768, 1, 64),
+    (256, 32768, 1, 32), (64, 131072, 2, 64), (64, 131072, 1, 32), (64, 32768, 2, 64), (64, 32768, 1, 32),
+    (256, 4096, 2, 64), (8, 131072, 2, 64),
+]
+
+
 def case_set(name: str) -> list:
-    return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7,
+    return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7, "split": CASES_SPLIT,
             "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
 
 
@@ -61,10 +72,13 @@ def heuristic_split(*case) -> int:
 
 
 def forced_split(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_blocks: int, max_blocks: int) -> int:
-    """split_n of the entry's ":pN" / ":wK" option (AB_SPLIT), 0 (the heuristic) without one."""
+    """split_n of the entry's ":pN" / ":wK" / ":tT" option (AB_SPLIT), 0 (the heuristic) without one."""
     opt = os.environ.get("AB_SPLIT", "")
     if opt.startswith("p"):
         return int(opt[1:])
+    if opt.startswith("t"):
+        tiles = -(-ctx // 64)
+        return max(heuristic_split(B, ctx, nn, H, design, sms, num_blocks, max_blocks), -(-tiles // int(opt[1:])))
     if opt.startswith("w"):
         slots = _choose(B, ctx, nn, H, design, sms, num_blocks, max_blocks)["slots"]
         return max(1, int(opt[1:]) * slots // B)
@@ -171,7 +185,7 @@ def main(argv: list[str]) -> int:
                 extra["AB_TMA_STAGES"] = o[1:]
             elif o.startswith("d"):
                 extra["AB_DESIGN"] = o[1:]
-            elif o.startswith(("p", "w")):
+            elif o.startswith(("p", "w", "t")):
                 extra["AB_SPLIT"] = o
         label = name if name not in [r[0] for r in runs] else f"{name}#{sum(r[0].split('#')[0] == name for r in runs) + 1}"
         runs.append((label, run_child("ours", extra)))
