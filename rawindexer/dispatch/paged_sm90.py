@@ -36,6 +36,16 @@ PERSISTENT_MAX_GRID = 0
 #: divide evenly over the blocks where a whole number of units per block exists (B = 256 x 32768 on 528 slots: 33
 #: splits, 16 units per block, where the one-unit grid's rule stops at 2 splits, 512 blocks)
 PERSISTENT_MAX_WAVES = 16
+#: serving batches have ragged context lengths, which the host cannot see (they are in device memory). best_split fills
+#: waves of equal blocks; with ragged lengths a block lasts as long as its sequence's share, and one wave of blocks as
+#: long as its longest one (B = 256 x 32768 on 528 slots: 2 splits, one wave, 1.77x DeepGEMM's time). So the split is
+#: raised to give no split more than MAX_TILES_PER_SPLIT tiles, and toward BALANCE_WAVES waves of blocks while splits
+#: keep BALANCE_MIN_TILES tiles (more, shorter blocks cost their prologue). Measured on the H200 (docs/PAGED.md
+#: "Session 15"): ragged 1.66 -> 1.14x DeepGEMM at 256 x 131072 H 64 next_n 2, 1.77 -> 1.18x at 256 x 32768; full
+#: lengths within 1.3%.
+MAX_TILES_PER_SPLIT = 64
+BALANCE_WAVES = 8
+BALANCE_MIN_TILES = 32
 
 
 def min_tiles_per_split(batch: int, tiles: int, slots: int) -> int:
@@ -44,6 +54,23 @@ def min_tiles_per_split(batch: int, tiles: int, slots: int) -> int:
     critical path). Measured on the H200 (docs/PAGED.md, call 1): B = 1, context 4096: 4.1 -> 3.0 us (fp8),
     5.0 -> 3.3 us (f16); B = 8 neutral; B = 64 x 4096 (which fills the machine at 4 tiles) 1.17x slower at 1."""
     return 1 if max(batch, 1) * -(-tiles // MIN_TILES_PER_SPLIT) < slots else MIN_TILES_PER_SPLIT
+
+
+def balanced_split(batch: int, tiles: int, slots: int, split: int) -> int:
+    """``split`` (best_split's), raised for ragged lengths to at least ceil(tiles / MAX_TILES_PER_SPLIT) and
+    min(BALANCE_WAVES waves of ``slots``, tiles // BALANCE_MIN_TILES); from that floor, the split of the best
+    wave fill within one wave's worth of splits (the fewest on a tie)."""
+    batch = max(batch, 1)
+    floor = max(-(-tiles // MAX_TILES_PER_SPLIT), min(-(-BALANCE_WAVES * slots // batch), tiles // BALANCE_MIN_TILES))
+    floor = min(floor, MAX_SPLIT_N)
+    if floor <= split:
+        return split
+    best, best_busy = floor, 0.0
+    for s in range(floor, min(floor + -(-slots // batch), tiles + 1, MAX_SPLIT_N + 1)):
+        busy = batch * s / (slots * -(-(batch * s) // slots))
+        if busy > best_busy + 1e-9:
+            best, best_busy = s, busy
+    return best
 
 
 def is_persistent(entry: dict | None) -> bool:
@@ -75,7 +102,7 @@ class PagedSm90Family(PagedGfx950Family):
                design: str | None = None) -> dict:
         """split_n: :func:`best_split` over the resident blocks (shared memory, registers of the next_n's kernel,
         at most MAX_BLOCKS_PER_SM per SM), never fewer than :func:`min_tiles_per_split` tiles per split at
-        max_context_len."""
+        max_context_len, then raised for ragged lengths by :func:`balanced_split` (not in a persistent grid)."""
         design = self.resolve(p.heads, p.head_dim, p.block_size, design)
         shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, design)
         if num_warps not in (0, 4):
@@ -95,6 +122,8 @@ class PagedSm90Family(PagedGfx950Family):
             tiles = -(-p.max_context_len // pk.SM90_TILE)
             split_n = best_split(p.batch, tiles, slots, min_tiles_per_split(p.batch, tiles, slots),
                                  PERSISTENT_MAX_WAVES if persistent else 4)
+            if not persistent:
+                split_n = balanced_split(p.batch, tiles, slots, split_n)
         cfg = {"num_warps": 4, "split_n": split_n, "lds": shared, "design": design, "threads": threads,
                "slots": slots}
         # a persistent kernel (an experiment build of "tma": kernels/sm90/paged_tma.cuh, PAGED_TMA_PERSISTENT; its

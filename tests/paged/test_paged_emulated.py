@@ -267,10 +267,11 @@ def test_sm90_persistent_plan(tmp_path, rng):
         p = PagedProblem(64, 2, 64, 128, 64, 32768, 512, 32768, True, False, "e4m3fn", 4096)
         assert persistent.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma").grid == (3, 1, 1)
         paged_sm90.PERSISTENT_MAX_GRID = 0
-        # 256 x 32768: 33 splits, 16 units on each of the 528 blocks (the one-unit grid: 2 splits, 512 blocks)
+        # 256 x 32768: 33 splits, 16 units on each of the 528 blocks (the one-unit grid: 16 splits, 4096 blocks of 32
+        # tiles, balanced_split's 8 waves)
         p = PagedProblem(256, 2, 64, 128, 64, 32768, 512, 32768, True, False, "e4m3fn", 4096)
         assert persistent.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma").grid == (528, 1, 1)
-        assert shipped.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma").grid == (256, 2, 1)
+        assert shipped.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma").grid == (256, 16, 1)
     finally:
         paged_sm90.PERSISTENT_MAX_GRID = old
 
@@ -342,6 +343,33 @@ def test_best_split_fills_the_last_wave(rng):
         assert split == 1 or tiles // split >= min_tiles
         busy = lambda s: batch * s / (slots * -(-(batch * s) // slots))  # noqa: E731
         assert all(busy(split) >= busy(s) - 1e-9 for s in range(1, split + 1))
+
+
+def test_balanced_split_for_ragged_lengths(rng):
+    """sm_90a: the wave-filling split is raised so that no split holds more than MAX_TILES_PER_SPLIT tiles and, while
+    splits keep BALANCE_MIN_TILES tiles, toward BALANCE_WAVES waves (ragged lengths; docs/PAGED.md "Session 15"), then
+    the best wave fill within one wave's worth above that floor. The H200 cases it was measured on come out as
+    measured best."""
+    from rawindexer.dispatch import paged_sm90 as ps
+    from rawindexer.dispatch.paged_gfx950 import best_split
+
+    assert ps.balanced_split(256, 512, 528, 2) == 16   # 256 x 32768: 8 waves of 32-tile blocks (was one wave)
+    assert ps.balanced_split(256, 2048, 528, 2) == 33  # 256 x 131072: 62 tiles, 16 full waves
+    assert ps.balanced_split(64, 2048, 528, 33) == 66  # 64 x 131072: 31 tiles, 8 full waves
+    assert ps.balanced_split(64, 512, 528, 33) == 33   # 64 x 32768: the heuristic's 15.5-tile blocks stay
+    assert ps.balanced_split(256, 64, 528, 2) == 2 and ps.balanced_split(8, 2048, 528, 66) == 66
+    for _ in range(300):
+        batch, tiles, slots = int(rng.integers(1, 1100)), int(rng.integers(1, 4200)), int(rng.integers(16, 2000))
+        split = best_split(batch, tiles, slots, ps.min_tiles_per_split(batch, tiles, slots))
+        got = ps.balanced_split(batch, tiles, slots, split)
+        assert got >= split and got >= -(-tiles // ps.MAX_TILES_PER_SPLIT)
+        if got > split:
+            floor = max(-(-tiles // ps.MAX_TILES_PER_SPLIT),
+                        min(-(-ps.BALANCE_WAVES * slots // batch), tiles // ps.BALANCE_MIN_TILES))
+            window = range(floor, min(floor + -(-slots // batch), tiles + 1))
+            busy = lambda s: batch * s / (slots * -(-(batch * s) // slots))  # noqa: E731
+            assert got in window and all(busy(got) >= busy(s) - 1e-9 for s in window)
+            assert got == floor or tiles // got >= min(ps.BALANCE_MIN_TILES, tiles // floor) // 2
 
 
 def test_host_sizes_match_the_kernel_sources():
