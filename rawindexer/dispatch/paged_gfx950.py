@@ -85,8 +85,14 @@ def best_split(batch: int, tiles: int, slots: int, min_tiles: int, max_waves: in
     """
     batch = max(batch, 1)
     most = max(1, min(tiles // max(min_tiles, 1), MAX_SPLIT_N, max_waves * -(-slots // batch)))
-    best, best_busy = 1, 0.0
-    for split in range(1, most + 1):
+    return best_wave_fill(batch, slots, range(1, most + 1))
+
+
+def best_wave_fill(batch: int, slots: int, splits: range) -> int:
+    """The split of ``splits`` whose batch x split workgroups fill their last wave of ``slots`` best (the first on a
+    tie)."""
+    best, best_busy = splits[0], 0.0
+    for split in splits:
         total = batch * split
         busy = total / (slots * -(-total // slots))
         if busy > best_busy + 1e-9:

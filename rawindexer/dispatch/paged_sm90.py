@@ -10,7 +10,7 @@ import dataclasses
 from .. import paged_kernels as pk
 from . import sm90_tensor_map
 from .base import LaunchPlan, LaunchTemplate, pack_kernargs
-from .paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem, best_split
+from .paged_gfx950 import PagedGfx950Family, PagedPointers, PagedProblem, best_split, best_wave_fill
 
 MAX_SPLIT_N = 65535
 SHARED_PER_SM = 227 * 1024  # H100 / H200: usable shared memory per SM
@@ -65,12 +65,7 @@ def balanced_split(batch: int, tiles: int, slots: int, split: int) -> int:
     floor = min(floor, MAX_SPLIT_N)
     if floor <= split:
         return split
-    best, best_busy = floor, 0.0
-    for s in range(floor, min(floor + -(-slots // batch), tiles + 1, MAX_SPLIT_N + 1)):
-        busy = batch * s / (slots * -(-(batch * s) // slots))
-        if busy > best_busy + 1e-9:
-            best, best_busy = s, busy
-    return best
+    return best_wave_fill(batch, slots, range(floor, min(floor + -(-slots // batch), tiles + 1, MAX_SPLIT_N + 1)))
 
 
 def is_persistent(entry: dict | None) -> bool:
