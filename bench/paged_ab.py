@@ -2,7 +2,7 @@
 subprocess through RAWINDEXER_KERNEL_DIR) in the order given, so drift between builds shows as the spread of a
 repeated entry (give the baseline twice). Design "tma" (block size 64, D = 128) unless the entry says otherwise.
 
-    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN][:pN|:wK|:tT] ... [--log FILE] [--cases all|n128|decode6|decode7|split]
+    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN][:pN|:wK|:tT] ... [--log FILE] [--cases all|n128|decode6|decode7|split|spec]
                               [--ragged]
 
 ":sN": the build's tma ring has N stages (the host sizes shared memory from paged_kernels.SM90_TMA_STAGES);
@@ -53,9 +53,17 @@ CASES_SPLIT = [
     (256, 4096, 2, 64), (8, 131072, 2, 64),
 ]
 
+# --cases spec: the block prologue's cases (session 16): every case the targets still miss (N = 128 at B x context >=
+# 64 x 32768, 64 x 32768 H 32 next_n 2), the short-block and one-wave small batches, N = 64 / 32 beside them
+CASES_SPEC = [
+    (64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 2, 32), (64, 32768, 1, 64),
+    (64, 131072, 1, 64), (256, 32768, 1, 64), (64, 32768, 1, 32), (256, 4096, 2, 64), (8, 32768, 2, 64),
+    (1, 131072, 2, 64), (8, 32768, 1, 64), (1, 131072, 1, 64),
+]
+
 
 def case_set(name: str) -> list:
-    return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7, "split": CASES_SPLIT,
+    return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7, "split": CASES_SPLIT, "spec": CASES_SPEC,
             "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
 
 
