@@ -173,6 +173,15 @@ struct TileOut {
 #ifndef PAGED_RELU_FIRST
 #define PAGED_RELU_FIRST 0
 #endif
+// PAGED_PAIR_REDUCE (experiment, session 16; 0 = off): rows are reduced two at a time where NN and NR are even. The
+// quad's four lanes hold the partial sums of (row a, row b) x (token gid, gid + 8); one shuffle round over tig bit 0
+// per row (as the single-row reduce) then ONE round over tig bit 1 that trades rows, so lane tig ends with row
+// a + (tig >> 1)'s sum for token gid + 8 (tig & 1): 3 shuffles and one store per lane for two rows, where the
+// single-row reduce takes 4 shuffles and two stores by half the lanes. 1: every reduce; 2: not the interior tiles of
+// the N > 64 loops (at H 64 next_n 2 it takes ptxas from 96 to 98 registers there: three blocks per SM).
+#ifndef PAGED_PAIR_REDUCE
+#define PAGED_PAIR_REDUCE 0
+#endif
 // INTERIOR: the caller knows every key of the tile is inside every row's valid range (PAGED_TMA_PEEL), so the stores
 // need no length tests.
 template <int H, int NR, int NN, bool INTERIOR = false>
@@ -183,6 +192,48 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
   const int tok = t.tile * TILE + 16 * warp + gid + 8 * (tig & 1);
   if constexpr (PAGED_RELU_FIRST) relu_in_place(acc);
   auto relu = [&](int i) { return PAGED_RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
+  if constexpr (PAGED_PAIR_REDUCE && NR % 2 == 0 && NN % 2 == 0 && (PAGED_PAIR_REDUCE == 1 || !INTERIOR || NR * H <= 64)) {
+    const bool odd = tig & 1, hi = tig & 2;
+#pragma unroll
+    for (int i = 0; i < NR; i += 2) {
+      const int r = r0 + i;  // rows r, r + 1: both valid or both padding (r even, NN even)
+      if (r >= NN) break;
+      float vk[2];  // per row, after the round over tig bit 0 (the token): this lane's token's half
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        float p0 = 0.0f, p1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < H / 8; ++j) {
+          const float2 w = *reinterpret_cast<const float2*>(w_s + (r + k) * H + 8 * j + 2 * tig);
+          const int a = (i + k) * (H / 2) + 4 * j;
+          p0 = fmaf(relu(a + 0), w.x, p0);
+          p0 = fmaf(relu(a + 1), w.y, p0);
+          p1 = fmaf(relu(a + 2), w.x, p1);
+          p1 = fmaf(relu(a + 3), w.y, p1);
+        }
+        vk[k] = (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
+      }
+      // tig bit 1: the row; lane tig keeps row r + (tig >> 1)
+      const float v = (hi ? vk[1] : vk[0]) + __shfl_xor_sync(0xffffffffu, hi ? vk[0] : vk[1], 2);
+      const int row = r + (hi ? 1 : 0);
+      if constexpr (INTERIOR) {
+        out[(row0 + row) * out_row_stride + tok] = v * (odd ? t.sc1 : t.sc0);
+      } else {
+        int row_len = len[0];
+#pragma unroll
+        for (int rr = 1; rr < MAX_NEXT_N; ++rr)
+          if (row == rr) row_len = len[rr];
+        if (tok < len_max) {  // columns >= len_max belong to the -inf fill
+          float* dst = out + (row0 + row) * out_row_stride + tok;
+          if (tok < row_len)
+            *dst = v * (odd ? t.sc1 : t.sc0);
+          else if (clean)
+            *dst = -__int_as_float(0x7f800000);
+        }
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < NR; ++i) {
     const int r = r0 + i;

@@ -130,6 +130,12 @@
 #ifndef PAGED_TMA_SPEC_TABLE
 #define PAGED_TMA_SPEC_TABLE 0
 #endif
+// PAGED_TMA_PIPE_PEEL (experiment, session 16; 0 = the shipped loop): the same peel for the two-accumulator loop
+// (N <= PAGED_TMA_PIPE_MAX_N), which reduced every tile with the length tests: at H 32 next_n 2 its loop holds
+// 163 integer / address instructions and 36 branches for three units where H 64 next_n 1 holds 40 and 4 for two.
+#ifndef PAGED_TMA_PIPE_PEEL
+#define PAGED_TMA_PIPE_PEEL 0
+#endif
 template <int H>
 __host__ __device__ constexpr bool pt_peel() {
   return PAGED_TMA_PEEL && H >= 64;
@@ -175,6 +181,7 @@ __host__ __device__ constexpr bool pt_register_split(int h, int nn) {
 __host__ __device__ constexpr int pt_min_blocks(int h, int nn) {
   return pt_register_split(h, nn) ? 4
          : (PAGED_TMA_MIN_BLOCKS > 0 && h * nn <= 128) ? PAGED_TMA_MIN_BLOCKS
+         : (PAGED_TMA_PIPE_PEEL && h * nn <= PAGED_TMA_PIPE_MAX_N) ? 4
          : (PAGED_TMA_PERSISTENT && h * nn <= 128) ? 4 : 0;
 }
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
@@ -414,35 +421,40 @@ __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&ac
   if constexpr (PIPE) {
     // DESIGN: unit u + 1's wgmma runs while unit u's head reduce does (two accumulator sets); a unit is one
     // (tile, row chunk), u = tile * CHUNKS + chunk. A tile's slot is released after its last chunk's wgmma.
-    const int u_end = end * CHUNKS;
     auto start = [&](float (&acc)[NACC], int u) {
       if (u % CHUNKS == 0) wait_full(u / CHUNKS);
       issue(acc, u / CHUNKS, u % CHUNKS);
     };
-    auto finish = [&](float (&acc)[NACC], int u) {
-      const TileOut t = scales(u / CHUNKS);
-      if (u % CHUNKS == CHUNKS - 1) release(u / CHUNKS);
-      reduce(acc, u % CHUNKS, t, false);
-    };
-    start(acc0, begin * CHUNKS);
-    for (int u = begin * CHUNKS;; u += 2) {
-      if (u + 1 >= u_end) {
-        wgmma_wait<0>();
+    // units [u_begin, u_end) (u_end > u_begin), the pipeline drained at the end
+    auto run = [&](int u_begin, int u_end, bool interior) {
+      auto finish = [&](float (&acc)[NACC], int u) {
+        const TileOut t = scales(u / CHUNKS);
+        if (u % CHUNKS == CHUNKS - 1) release(u / CHUNKS);
+        reduce(acc, u % CHUNKS, t, interior);
+      };
+      start(acc0, u_begin);
+      for (int u = u_begin;; u += 2) {
+        if (u + 1 >= u_end) {
+          wgmma_wait<0>();
+          finish(acc0, u);
+          break;
+        }
+        start(acc1, u + 1);
+        wgmma_wait<1>();
         finish(acc0, u);
-        break;
-      }
-      start(acc1, u + 1);
-      wgmma_wait<1>();
-      finish(acc0, u);
-      if (u + 2 >= u_end) {
-        wgmma_wait<0>();
+        if (u + 2 >= u_end) {
+          wgmma_wait<0>();
+          finish(acc1, u + 1);
+          break;
+        }
+        start(acc0, u + 2);
+        wgmma_wait<1>();
         finish(acc1, u + 1);
-        break;
       }
-      start(acc0, u + 2);
-      wgmma_wait<1>();
-      finish(acc1, u + 1);
-    }
+    };
+    // PAGED_TMA_PIPE_PEEL: the interior tiles through their own copy of the loop (one drained pipeline between)
+    if (interior_end > begin) run(begin * CHUNKS, interior_end * CHUNKS, true);
+    if (end > max(begin, interior_end)) run(max(begin, interior_end) * CHUNKS, end * CHUNKS, false);
   } else {
     // wgmma -> wait -> reduce per (tile, chunk): one accumulator set, all of a tile's chunks on one wait_full.
     // (a bool, constant in each loop once inlined: a generic lambda with a tag type here crashed cicc 13.0)
@@ -635,7 +647,8 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       int len_min = len[0];
 #pragma unroll
       for (int j = 1; j < NN; ++j) len_min = min(len_min, len[j]);
-      const int interior_end = pt_peel<H>() ? min(max(len_min / TILE - tile_begin, 0), n_tiles) : 0;
+      constexpr bool PEEL = PIPE ? (bool)PAGED_TMA_PIPE_PEEL : pt_peel<H>();
+      const int interior_end = PEEL ? min(max(len_min / TILE - tile_begin, 0), n_tiles) : 0;
       pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, 0, n_tiles, interior_end, wait_full, issue, scales, release, reduce);
       if (PAGED_TMA_TRACE && tid == 0) {
         PT_TRACE(PT_TRACE_EXIT_NS, globaltimer_ns());
