@@ -119,17 +119,6 @@
 #ifndef PAGED_TMA_PEEL
 #define PAGED_TMA_PEEL 1
 #endif
-// PAGED_TMA_SPEC_TABLE (experiment, session 16; 0 = the shipped prologue): a block's first tile waits for three
-// memory latencies in series (session 13's trace: ~2.9 us at 64 x 32768): context_lens, then the block table (whose
-// range depends on the length), then K. Session 14's PAGED_TMA_EARLY_TABLE took the range from host numbers (the
-// longest possible sequence) and lost 3-14% on ragged lengths. This keeps the length-relative split and *guesses*
-// the length instead: the producer warp loads the first 32 block-table entries of the split's range for a sequence of
-// the full length (limit), and the tensor-map prefetch, beside the context_lens load; where the real range starts at
-// the same tile (every full-length sequence) they are used, else the producer loads the real ones as before (one
-// wasted coalesced load). 2: the consumers' Q and weight copies issued at entry too.
-#ifndef PAGED_TMA_SPEC_TABLE
-#define PAGED_TMA_SPEC_TABLE 0
-#endif
 // PAGED_TMA_PIPE_PEEL (experiment, session 16; 0 = the shipped loop): the same peel for the two-accumulator loop
 // (N <= PAGED_TMA_PIPE_MAX_N), which reduced every tile with the length tests: at H 32 next_n 2 its loop holds
 // 163 integer / address instructions and 36 branches for three units where H 64 next_n 1 holds 40 and 4 for two.
@@ -318,15 +307,12 @@ __device__ __forceinline__ void pt_init_ring(uint32_t full0, uint32_t empty0) {
 template <int D, int S>
 __device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_begin, int tile_end, int i0, int lane,
                                                  const u8* kv_cache, const PagedCacheMap& kv_map, uint32_t ring0,
-                                                 uint32_t s0, uint32_t full0, uint32_t empty0,
-                                                 bool use_first_entry = false, int first_entry = 0) {
+                                                 uint32_t s0, uint32_t full0, uint32_t empty0) {
   constexpr int BS = TILE;  // one cache block per tile
   constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
   constexpr i64 BLOCK_BYTES = (i64)BS * (D + 4);
   for (int t0 = tile_begin; t0 < tile_end; t0 += WARP) {
-    // first_entry: this lane's entry tile_begin + lane, loaded before the length was known (PAGED_TMA_SPEC_TABLE)
-    const int mine = (use_first_entry && t0 == tile_begin) ? first_entry
-                     : t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
+    const int mine = t0 + lane < tile_end ? __ldg(table_row + t0 + lane) : 0;
     const int count = min(WARP, tile_end - t0);
     for (int j = 0; j < count; ++j) {
       const int block = __shfl_sync(0xffffffffu, mine, j);
@@ -519,43 +505,13 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   const bool clean = flags & FLAG_CLEAN_LOGITS;
 
   const i64 limit = min((i64)max_context_len, (i64)max_blocks * BS);
-  const i64 row0 = (i64)b * NN;
-  // DESIGN: PAGED_TMA_SPEC_TABLE (the first table entries of a full-length guess, in flight beside the lengths' load)
-  constexpr bool SPEC = PAGED_TMA_SPEC_TABLE && SMR == 0;
-  constexpr bool SPEC_Q = PAGED_TMA_SPEC_TABLE >= 2 && SMR == 0;
-  // DESIGN: Q staging by cp.async. Q (natural depth order, column n = row * H + head) into the swizzled layout, zero
-  // rows past next_n (src_bytes 0 from b's first row), and the weights: every copy in flight at once, one memory
-  // latency per block where the register loads (unrolled by four) waited two to three (session 7). By the consumer
-  // warps; they wait for it (cp_async_wait_groups) before their first tile.
-  auto stage_q = [&]() {
-    const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_s), w0 = (uint32_t)__cvta_generic_to_shared(w_s);
-    // b's Q rows are one contiguous span of q: copy i moves its bytes [16 i, 16 i + 16) to the same offset,
-    // swizzled, on unsigned offsets (session 10: as the prefill tmas staging).
-    const u8* const q_span = q + row0 * H * D;
-    for (uint32_t off = 16 * tid; off < QROWS * H * D; off += 16 * PT_CONSUMERS) {
-      const bool ok = off < NN * H * D;
-      cp_async16_zfill(q0 + swizzled<D>(off), q_span + (ok ? off : 0), ok ? 16u : 0u);
-    }
-    for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
-      const int src = WLAYOUT ? pt_weight_column<H>(c) : c;
-      const bool ok = src < NN * H;
-      cp_async4_zfill(w0 + 4 * c, weights + row0 * H + (ok ? src : 0), ok ? 4u : 0u);
-    }
-    cp_async_commit_group();
-  };
-  if (SPEC_Q && warp < 4) stage_q();
-  const int spec_begin = (int)((i64)((limit + TILE - 1) / TILE) * split / split_n);
-  int spec_entry = 0;
-  if (SPEC && warp == 4) {  // issued before the lengths' load, whose compares the compiler puts right after it
-    if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
-    if (spec_begin + lane < max_blocks) spec_entry = __ldg(block_table + (i64)b * max_blocks + spec_begin + lane);
-  }
   int len[MAX_NEXT_N];
   const int len_max = row_lengths<NN>(len, context_lens, b, flags, limit);
   const int tiles = (len_max + TILE - 1) / TILE;
   const int tile_begin = (int)((i64)tiles * split / split_n);
   const int tile_end = (int)((i64)tiles * (split + 1) / split_n);
   const int n_tiles = tile_end - tile_begin;
+  const i64 row0 = (i64)b * NN;
   if (PAGED_TMA_TRACE && tid == 0) {
     PT_TRACE(PT_TRACE_ENTRY_NS, globaltimer_ns());
     PT_TRACE(PT_TRACE_SMID, sm_id());
@@ -582,16 +538,31 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PT_PRODUCER_REGS) : "memory");
         if (warp > 4) pt_exit();
       }
-      if (!SPEC && lane == 0)
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
+      if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
       if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(PT_TRACE_PRODUCER_START, clock64());
       pt_produce_tiles<D, S>(block_table + (i64)b * max_blocks, tile_begin, tile_end, 0, lane, kv_cache, kv_map, ring0,
-                             s0, full0, empty0, SPEC && tile_begin == spec_begin, spec_entry);
+                             s0, full0, empty0);
       if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(PT_TRACE_PRODUCER_LAST, clock64());
       if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
       if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
-      if (!SPEC_Q) stage_q();
+      // DESIGN: Q staging by cp.async. Q (natural depth order, column n = row * H + head) into the swizzled layout,
+      // zero rows past next_n (src_bytes 0 from b's first row), and the weights: every copy in flight at once, one
+      // memory latency per block where the register loads (unrolled by four) waited two to three (session 7).
+      const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_s);
+      // b's Q rows are one contiguous span of q: copy i moves its bytes [16 i, 16 i + 16) to the same offset,
+      // swizzled, on unsigned offsets (session 10: as the prefill tmas staging).
+      const u8* const q_span = q + row0 * H * D;
+      for (uint32_t off = 16 * tid; off < QROWS * H * D; off += 16 * PT_CONSUMERS) {
+        const bool ok = off < NN * H * D;
+        cp_async16_zfill(q0 + swizzled<D>(off), q_span + (ok ? off : 0), ok ? 16u : 0u);
+      }
+      for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
+        const int src = WLAYOUT ? pt_weight_column<H>(c) : c;
+        const bool ok = src < NN * H;
+        cp_async4_zfill(w0 + 4 * c, weights + row0 * H + (ok ? src : 0), ok ? 4u : 0u);
+      }
+      cp_async_commit_group();
       cp_async_wait_groups<0>();
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // Q's cp.async writes are read by wgmma
       asm volatile("bar.sync %0, %1;" ::"n"(PT_CONSUMER_BAR), "n"(PT_CONSUMERS) : "memory");
@@ -661,8 +632,6 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     }
   }
 
-  // an empty split's early copies land before its shared memory goes to the next block
-  if (SPEC_Q && n_tiles <= 0 && warp < 4) cp_async_wait_groups<0>();
   fill_tail();
 }
 
