@@ -177,7 +177,8 @@ struct TileOut {
 // quad's four lanes hold the partial sums of (row a, row b) x (token gid, gid + 8); one shuffle round over tig bit 0
 // per row (as the single-row reduce) then ONE round over tig bit 1 that trades rows, so lane tig ends with row
 // a + (tig >> 1)'s sum for token gid + 8 (tig & 1): 3 shuffles and one store per lane for two rows, where the
-// single-row reduce takes 4 shuffles and two stores by half the lanes. 1: every reduce; 2: not the interior tiles of
+// single-row reduce takes 4 shuffles and two stores by half the lanes. (common.cuh's quad_sums does the same
+// exchange with the rounds the other way round, all four partial sums live at once: +2 registers at N = 128.) 1: every reduce; 2: not the interior tiles of
 // the N > 64 loops (at H 64 next_n 2 it takes ptxas from 96 to 98 registers there: three blocks per SM).
 #ifndef PAGED_PAIR_REDUCE
 #define PAGED_PAIR_REDUCE 0
