@@ -173,16 +173,25 @@ struct TileOut {
 #ifndef PAGED_RELU_FIRST
 #define PAGED_RELU_FIRST 0
 #endif
-// PAGED_PAIR_REDUCE (experiment, session 16; 0 = off): rows are reduced two at a time where NN and NR are even. The
-// quad's four lanes hold the partial sums of (row a, row b) x (token gid, gid + 8); one shuffle round over tig bit 0
-// per row (as the single-row reduce) then ONE round over tig bit 1 that trades rows, so lane tig ends with row
-// a + (tig >> 1)'s sum for token gid + 8 (tig & 1): 3 shuffles and one store per lane for two rows, where the
-// single-row reduce takes 4 shuffles and two stores by half the lanes. (common.cuh's quad_sums does the same
-// exchange with the rounds the other way round, all four partial sums live at once: +2 registers at N = 128.) 1: every reduce; 2: not the interior tiles of
-// the N > 64 loops (at H 64 next_n 2 it takes ptxas from 96 to 98 registers there: three blocks per SM).
+// DESIGN: the pair reduce (PAGED_PAIR_REDUCE, session 16). Where next_n and the rows per chunk are even, rows are
+// reduced two at a time. The quad's four lanes hold the partial sums of (row a, row b) x (token gid, gid + 8); one
+// shuffle round over tig bit 0 per row (as the single-row reduce) then ONE round over tig bit 1 that trades rows, so
+// lane tig ends with row a + (tig >> 1)'s sum for token gid + 8 (tig & 1): 3 shuffles and one store per lane for two
+// rows, where the single-row reduce takes 4 shuffles and two stores by half the lanes. (common.cuh's quad_sums does
+// the same exchange with the rounds the other way round, all four partial sums live at once: +2 registers at N = 128.)
+// 3 (shipped): in the reduces of at most PAGED_PIPE_MAX_N columns (the two-accumulator loop; at the sm_90a default
+// that is H 32 next_n 2). Measured on the H200 with PAGED_TMA_PIPE_PEEL (docs/PAGED.md, session 16): 64 x 32768 H 32
+// next_n 2 2.6% faster (1.08 -> 1.05x DeepGEMM in the A/B), 3% on ragged lengths, the rest within 0.5%.
+// 2: also the edge tiles of wider reduces (measured: H 32 next_n 4 1.7% slower, N = 128 at H 64 unchanged);
+// 1: every reduce (at H 64 next_n 2 ptxas goes 96 -> 98 registers: three blocks per SM); 0: off.
 #ifndef PAGED_PAIR_REDUCE
-#define PAGED_PAIR_REDUCE 0
+#define PAGED_PAIR_REDUCE 3
 #endif
+template <int H, int NR, int NN, bool INTERIOR>
+__host__ __device__ constexpr bool pair_reduce() {
+  return PAGED_PAIR_REDUCE != 0 && NR % 2 == 0 && NN % 2 == 0 &&
+         (PAGED_PAIR_REDUCE == 1 || NR * H <= PAGED_PIPE_MAX_N || (PAGED_PAIR_REDUCE == 2 && !INTERIOR));
+}
 // INTERIOR: the caller knows every key of the tile is inside every row's valid range (PAGED_TMA_PEEL), so the stores
 // need no length tests.
 template <int H, int NR, int NN, bool INTERIOR = false>
@@ -193,7 +202,7 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
   const int tok = t.tile * TILE + 16 * warp + gid + 8 * (tig & 1);
   if constexpr (PAGED_RELU_FIRST) relu_in_place(acc);
   auto relu = [&](int i) { return PAGED_RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
-  if constexpr (PAGED_PAIR_REDUCE && NR % 2 == 0 && NN % 2 == 0 && (PAGED_PAIR_REDUCE == 1 || !INTERIOR || NR * H <= 64)) {
+  if constexpr (pair_reduce<H, NR, NN, INTERIOR>()) {
     const bool odd = tig & 1, hi = tig & 2;
 #pragma unroll
     for (int i = 0; i < NR; i += 2) {

@@ -119,11 +119,14 @@
 #ifndef PAGED_TMA_PEEL
 #define PAGED_TMA_PEEL 1
 #endif
-// PAGED_TMA_PIPE_PEEL (experiment, session 16; 0 = the shipped loop): the same peel for the two-accumulator loop
-// (N <= PAGED_TMA_PIPE_MAX_N), which reduced every tile with the length tests: at H 32 next_n 2 its loop holds
-// 163 integer / address instructions and 36 branches for three units where H 64 next_n 1 holds 40 and 4 for two.
+// PAGED_TMA_PIPE_PEEL (session 16; 1 = shipped, 0 = the loop before it): the same peel for the two-accumulator loop
+// (N <= PAGED_TMA_PIPE_MAX_N), which reduced every tile with the length tests: at H 32 next_n 2 its loop held 163
+// integer / address instructions and 36 branches for three units where H 64 next_n 1 holds 40 and 4 for two. With the
+// pair reduce (PAGED_PAIR_REDUCE) 383 -> 326 instructions per two units there; the pipelined kernels get
+// __launch_bounds__(160, 4) (H 64 next_n 1 went 91 -> 98 registers uncapped; 95 capped, 0 spills). Measured on the
+// H200 (docs/PAGED.md, session 16): see PAGED_PAIR_REDUCE.
 #ifndef PAGED_TMA_PIPE_PEEL
-#define PAGED_TMA_PIPE_PEEL 0
+#define PAGED_TMA_PIPE_PEEL 1
 #endif
 template <int H>
 __host__ __device__ constexpr bool pt_peel() {
@@ -165,8 +168,9 @@ __host__ __device__ constexpr bool pt_register_split(int h, int nn) {
   return PAGED_TMA_SETMAXNREG > 0 && h <= 64 && nn * h > PAGED_PIPE_MAX_N && nn * h <= 128;
 }
 // __launch_bounds__'s blocks-per-SM hint: 4 for the register-split kernels, else PAGED_TMA_MIN_BLOCKS where N <= 128
-// (the 256-column wgmma needs 128 accumulators), 4 there in the persistent form (its unit loop takes the pipelined
-// N = 64 kernels to 100-108 registers, 3 blocks per SM; capped at 96 they have 0 spills), else 0 (no hint).
+// (the 256-column wgmma needs 128 accumulators), 4 for the pipelined kernels (N <= 64) with PAGED_TMA_PIPE_PEEL (the
+// peeled loop's second copy took them to 98 registers), 4 where N <= 128 in the persistent form (its unit loop takes the
+// pipelined N = 64 kernels to 100-108 registers, 3 blocks per SM; capped at 96 they have 0 spills), else 0 (no hint).
 __host__ __device__ constexpr int pt_min_blocks(int h, int nn) {
   return pt_register_split(h, nn) ? 4
          : (PAGED_TMA_MIN_BLOCKS > 0 && h * nn <= 128) ? PAGED_TMA_MIN_BLOCKS
