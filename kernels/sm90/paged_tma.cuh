@@ -21,7 +21,8 @@
 //     as fp32 in shared memory. Per tile: wait full, read the two scales each lane needs, SS wgmma (A = the K
 //     tile by descriptor, B = Q, N = next_n x H up to 256, chunks of two rows at H = 128 and next_n > 2), wait,
 //     release the slot (one arrive per consumer thread on its empty mbarrier), fp32 head reduce as the other designs
-//     (head_reduce_store). At N <= PAGED_PIPE_MAX_N tile t+1's wgmma is issued before tile t's reduce; at N = 128
+//     (head_reduce_store; its interior tiles without length tests in both loops, PAGED_TMA_PEEL / PAGED_TMA_PIPE_PEEL).
+//     At N <= PAGED_PIPE_MAX_N tile t+1's wgmma is issued before tile t's reduce; at N = 128
 //     not (measured: the reduce's registers would halve the blocks per SM; splitting the rows instead is slower).
 //   * The sm_90a default at block size 64 ("auto", rawindexer/dispatch/paged_sm90.py).
 //   * fp8 products accumulate in the wgmma's fp8 accumulator: the "fp8" design's numerics (2e-3 * T gate).
