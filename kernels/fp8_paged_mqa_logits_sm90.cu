@@ -192,10 +192,33 @@ __host__ __device__ constexpr bool pair_reduce() {
   return PAGED_PAIR_REDUCE != 0 && NR % 2 == 0 && NN % 2 == 0 &&
          (PAGED_PAIR_REDUCE == 1 || NR * H <= PAGED_PIPE_MAX_N || (PAGED_PAIR_REDUCE == 2 && !INTERIOR));
 }
+// The weights of a head reduce: weight2(row, j) = the float2 of row `row`'s heads 8j + 2tig, 8j + 2tig + 1 (the two
+// accumulator columns of group j this lane holds). SmemWeights reads them from the staged [rows][H] floats every tile;
+// RegWeights (PAGED_TMA_ROW_REGS) holds them in registers, read once per block (row and j compile-time constants in
+// the unrolled reduce, so no local memory).
+template <int H>
+struct SmemWeights {
+  const float* w_s;
+  int tig;
+  __device__ __forceinline__ float2 operator()(int row, int j) const {
+    return *reinterpret_cast<const float2*>(w_s + row * H + 8 * j + 2 * tig);
+  }
+};
+template <int H, int ROWS>
+struct RegWeights {
+  float2 w[ROWS][H / 8];
+  __device__ __forceinline__ void load(const float* w_s, int tig) {
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int j = 0; j < H / 8; ++j) w[r][j] = *reinterpret_cast<const float2*>(w_s + r * H + 8 * j + 2 * tig);
+  }
+  __device__ __forceinline__ float2 operator()(int row, int j) const { return w[row][j]; }
+};
 // INTERIOR: the caller knows every key of the tile is inside every row's valid range (PAGED_TMA_PEEL), so the stores
 // need no length tests.
-template <int H, int NR, int NN, bool INTERIOR = false>
-__device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int r0, const float* w_s,
+template <int H, int NR, int NN, bool INTERIOR = false, typename Weights>
+__device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int r0, const Weights& weight2,
                                                   float* __restrict__ out, i64 row0, i64 out_row_stride,
                                                   const TileOut& t, const int (&len)[MAX_NEXT_N], int len_max,
                                                   int warp, int gid, int tig, bool clean) {
@@ -214,7 +237,7 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
         float p0 = 0.0f, p1 = 0.0f;
 #pragma unroll
         for (int j = 0; j < H / 8; ++j) {
-          const float2 w = *reinterpret_cast<const float2*>(w_s + (r + k) * H + 8 * j + 2 * tig);
+          const float2 w = weight2(r + k, j);
           const int a = (i + k) * (H / 2) + 4 * j;
           p0 = fmaf(relu(a + 0), w.x, p0);
           p0 = fmaf(relu(a + 1), w.y, p0);
@@ -251,7 +274,7 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
     float p0 = 0.0f, p1 = 0.0f;
 #pragma unroll
     for (int j = 0; j < H / 8; ++j) {
-      const float2 w = *reinterpret_cast<const float2*>(w_s + r * H + 8 * j + 2 * tig);
+      const float2 w = weight2(r, j);
       const int a = i * (H / 2) + 4 * j;
       p0 = fmaf(relu(a + 0), w.x, p0);
       p0 = fmaf(relu(a + 1), w.y, p0);
@@ -470,8 +493,8 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
     };
     auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
       fence_regs(acc);
-      head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp, gid,
-                                    tig, clean);
+      head_reduce_store<H, RPC, NN>(acc, chunk * RPC, SmemWeights<H>{w_s, tig}, out, row0, out_row_stride, t, len,
+                                    len_max, warp, gid, tig, clean);
     };
 
     if constexpr (PIPE) {
