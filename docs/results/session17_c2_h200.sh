@@ -20,7 +20,7 @@ TAIL=4 run_step sweep_psusp 40 env RAWINDEXER_KERNEL_DIR=$P python3 tests/gpu/te
 TAIL=4 run_step sweep_susp 40 env RAWINDEXER_KERNEL_DIR=$S python3 tests/gpu/test_paged_gpu.py --quick --design tma --split 1
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 100 > "$OUT/smi.csv" 2>&1 &
 SMI=$!
-AB_CHILD_S=90 TAIL=20 run_step ab 330 python3 bench/paged_ab.py main=$K psusp=$P susp=$S main=$K psusp=$P susp=$S --cases power --log "$OUT/ab.md"
+AB_CHILD_S=90 TAIL=20 run_step ab 330 bash -c "python3 bench/paged_ab.py main=$K psusp=$P susp=$S main=$K psusp=$P susp=$S --cases power --log $OUT/ab.md | while IFS= read -r l; do echo \"\$(date +%H:%M:%S.%N) \$l\"; done"
 kill $SMI 2>/dev/null
 TAIL=60 run_step paged_bench_ragged 170 python3 -m rawindexer.bench --paged --designs tma --ragged --log "$OUT/paged_bench_ragged.md"
 echo "== done (t=$(( $(date +%s) - T0 )) s)"
