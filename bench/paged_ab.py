@@ -11,6 +11,7 @@ waves of the host's resident blocks (slots: dispatch/paged_sm90.py's choose), fo
 heuristic's split_n raised until no split holds more than T tiles at the case's context (split_n = max(heuristic,
 ceil(tiles / T))). Each cell names the
 split_n it ran ("s33"; the heuristic's where none is forced). Prints one table: GPU us per call (CUDA graph of 20 calls, median of 5 replays),
+after rawindexer.bench_paged's settle and warm-up (AB_WARM: the warm-up's seconds, default WARM_S),
 ours / DeepGEMM, % of the read bandwidth (torch sum over 4 GiB, DeepGEMM's subprocess), calc_diff against DeepGEMM
 over the valid columns (BAD: > 1e-3 or a non-finite valid output). --ragged: each case's context lengths as the public
 benchmark's --ragged draws them (rawindexer.bench_paged.ragged_lengths: uniform in [context / 16, context], seeded per
@@ -127,6 +128,7 @@ def child(mode: str) -> None:
         pk.SM90_TMA_STAGES = int(os.environ["AB_TMA_STAGES"])
     import rawindexer
     design = os.environ.get("AB_DESIGN", "tma")
+    warm_s = float(os.environ.get("AB_WARM", bp.WARM_S))  # seconds of untimed replays before each timing
     res: dict = {}
     if mode == "dg":
         res["read_bw"] = bp.read_bandwidth(torch)
@@ -139,7 +141,7 @@ def child(mode: str) -> None:
         key = f"{B},{ctx},{nn},{H}"
         if mode == "dg":
             call, why = bp.deepgemm_call(torch, q, kv, w, l2, table, ctx, 64)
-            res[key] = bp.graph_time(torch, call) * 1e6 if call else float("nan")
+            res[key] = bp.graph_time(torch, call, warm_s=warm_s) * 1e6 if call else float("nan")
             if call:
                 torch.save(call().float().cpu(), ref_path(key))
             else:
@@ -159,7 +161,7 @@ def child(mode: str) -> None:
                 ref = torch.load(ref_path(key)).cuda()
                 diff = bp.calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
                 del ref
-            res[key] = (bp.graph_time(torch, f) * 1e6, diff, ok, split or heuristic_split(B, ctx, nn, H, design, sms,
+            res[key] = (bp.graph_time(torch, f, warm_s=warm_s) * 1e6, diff, ok, split or heuristic_split(B, ctx, nn, H, design, sms,
                                                                                         kv.shape[0], table.shape[1]))
             del out
         del kv, table, q, w

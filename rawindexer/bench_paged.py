@@ -7,7 +7,8 @@
 Grid: B in {1, 8, 64, 256} x context in {4096, 32768, 131072} x next_n {1, 2} x H {32, 64}, D = 128, every
 sequence at the full context, physical blocks shuffled. Times are GPU times per call from a CUDA graph of
 ``REPS`` calls (host cost excluded; both kernels captured the same way), each timing after ``--settle`` s
-(default 1) of idle so every design and DeepGEMM start from the same power state (rawindexer.bench.SETTLE_S).
+(default 1) of idle so every design and DeepGEMM start from the same power state (rawindexer.bench.SETTLE_S), then
+``--warm`` s (default 0.5) of untimed replays so the timing sees the steady clock a serving loop runs at (WARM_S).
 "cache GB/s" = bytes of the fused cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the
 card's read bandwidth (a torch sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are
 marked L2: their bandwidth is not HBM's. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from
@@ -52,9 +53,17 @@ def read_bandwidth(torch, gib: int = 4) -> float:
     return gib * (1 << 30) / best
 
 
-def graph_time(torch, fn, reps: int = REPS, settle_s: float = SETTLE_S) -> float:
+#: seconds of back-to-back replays between the idle and the timed replays (--warm): the H200 clamps its SM clock for
+#: a few hundred ms when load starts after idle (reason 0x4 in nvidia-smi, clocks 1455-1860 MHz, at ~230 W;
+#: docs/results/session17/c2/smi.csv), so five replays timed right after the idle measured that onset: at 256 x 131072
+#: H 64 next_n 2 (28 ms per replay) the same kernel read 1408 and 1236 us in one run. A serving loop runs at the steady
+#: clock, so the timing starts there.
+WARM_S = 0.5
+
+
+def graph_time(torch, fn, reps: int = REPS, settle_s: float = SETTLE_S, warm_s: float = WARM_S) -> float:
     """Seconds per call of ``fn`` replayed from a CUDA graph of ``reps`` calls (median of 5 replays), the replays
-    after ``settle_s`` s of idle."""
+    after ``settle_s`` s of idle and then ``warm_s`` s of untimed replays."""
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         fn()
@@ -65,6 +74,10 @@ def graph_time(torch, fn, reps: int = REPS, settle_s: float = SETTLE_S) -> float
             fn()
     graph.replay()
     settle(settle_s)
+    warm_until = time.perf_counter() + warm_s
+    while time.perf_counter() < warm_until:
+        graph.replay()
+        torch.cuda.synchronize()
     times = []
     for _ in range(5):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -178,7 +191,8 @@ def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str
 
 
 def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...] = DESIGNS,
-        batches: tuple[int, ...] = GRID_B, settle_s: float = SETTLE_S, ragged: bool = False) -> int:
+        batches: tuple[int, ...] = GRID_B, settle_s: float = SETTLE_S, ragged: bool = False,
+        warm_s: float = WARM_S) -> int:
     import torch
 
     import rawindexer
@@ -187,7 +201,7 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
     name = torch.cuda.get_device_name(0)
     lines = [f"# fp8_paged_mqa_logits on {name}: read bandwidth (torch sum, 4 GiB) {bw / 1e12:.2f} TB/s; "
              f"block_size {block_size}, D {HEAD_DIM}, GPU time per call from CUDA graphs of {REPS} calls, "
-             f"each timing after {settle_s:g} s of idle"
+             f"each timing after {settle_s:g} s of idle and {warm_s:g} s of untimed replays"
              + ("; ragged lengths (uniform in [context / 16, context])" if ragged else ""),
              "| B | context | next_n | H | design | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -215,12 +229,12 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
                         lines.append(f"# alternative: {reason}")
                         dg_note_printed = True
                 else:
-                    t_dg = graph_time(torch, dg, settle_s=settle_s)
+                    t_dg = graph_time(torch, dg, settle_s=settle_s, warm_s=warm_s)
                     ref = dg().float()
                 for design in designs:
                     ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
                         q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=design)
-                    t_ours = graph_time(torch, ours, settle_s=settle_s)
+                    t_ours = graph_time(torch, ours, settle_s=settle_s, warm_s=warm_s)
                     diff = float("nan")
                     if ref is not None:
                         ours()
@@ -252,13 +266,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"designs timed, default {','.join(DESIGNS)} (--variants: its older name)")
     parser.add_argument("--settle", type=float, default=SETTLE_S,
                         help=f"seconds of idle before each timing (default {SETTLE_S}; 0: none)")
+    parser.add_argument("--warm", type=float, default=WARM_S,
+                        help=f"seconds of untimed replays between the idle and the timing (default {WARM_S}; 0: none)")
     parser.add_argument("--batches", default=",".join(map(str, GRID_B)), help="B values, in the order run")
     parser.add_argument("--ragged", action="store_true",
                         help="context lengths uniform in [context / 16, context] instead of all at context")
     args = parser.parse_args(argv)
     t0 = time.time()
     rc = run(args.quick, args.block_size, args.log, tuple(args.designs.split(",")),
-             tuple(int(b) for b in args.batches.split(",")), args.settle, args.ragged)
+             tuple(int(b) for b in args.batches.split(",")), args.settle, args.ragged, args.warm)
     print(f"# {time.time() - t0:.0f} s", file=sys.stderr)
     return rc
 

@@ -248,8 +248,48 @@ def test_paged_bench_passes_ragged_to_the_run(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(bench_paged, "run", lambda *a: seen.setdefault("args", a) and 0)
-    bench_paged.main(["--designs", "tma", "--ragged", "--settle", "0"])
-    assert seen["args"][1:] and seen["args"][-1] is True and seen["args"][3] == ("tma",)
+    bench_paged.main(["--designs", "tma", "--ragged", "--settle", "0", "--warm", "0.25"])
+    assert seen["args"][3] == ("tma",) and seen["args"][6] is True and seen["args"][7] == 0.25
     seen.clear()
     bench_paged.main(["--designs", "tma"])
-    assert seen["args"][-1] is False
+    assert seen["args"][6] is False and seen["args"][7] == bench_paged.WARM_S
+
+
+def test_paged_graph_time_times_after_the_warm_up():
+    """graph_time replays the graph untimed for warm_s seconds after the idle, then times 5 replays (a fake torch
+    records what the GPU would be asked)."""
+    import contextlib
+    import time
+    import types
+
+    from rawindexer import bench_paged
+
+    log = []
+
+    class Graph:
+        def replay(self):
+            log.append(("replay", time.perf_counter()))
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            pass
+
+        def record(self):
+            log.append(("record", time.perf_counter()))
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return 2.0
+
+    cuda = types.SimpleNamespace(
+        Stream=lambda: None, stream=lambda s: contextlib.nullcontext(), synchronize=lambda: None, CUDAGraph=Graph,
+        graph=lambda g, stream=None: contextlib.nullcontext(), Event=Event)
+    fake = types.SimpleNamespace(cuda=cuda)
+    t = bench_paged.graph_time(fake, lambda: None, reps=4, settle_s=0, warm_s=0.05)
+    assert t == 2.0 / 1e3 / 4
+    first_record = next(i for i, (k, _) in enumerate(log) if k == "record")
+    warm = [ts for k, ts in log[:first_record] if k == "replay"]
+    assert len(warm) >= 3 and warm[-1] - warm[1] >= 0.04, "untimed replays for warm_s before the first timed one"
+    assert sum(k == "replay" for k, _ in log[first_record:]) == 5
