@@ -193,9 +193,8 @@ __host__ __device__ constexpr bool pair_reduce() {
          (PAGED_PAIR_REDUCE == 1 || NR * H <= PAGED_PIPE_MAX_N || (PAGED_PAIR_REDUCE == 2 && !INTERIOR));
 }
 // The weights of a head reduce: weight2(row, j) = the float2 of row `row`'s heads 8j + 2tig, 8j + 2tig + 1 (the two
-// accumulator columns of group j this lane holds). SmemWeights reads them from the staged [rows][H] floats every tile;
-// RegWeights (PAGED_TMA_ROW_REGS) holds them in registers, read once per block (row and j compile-time constants in
-// the unrolled reduce, so no local memory).
+// accumulator columns of group j this lane holds), from the staged [rows][H] floats. (Session 17 measured them in
+// registers at H 64 next_n 2, two one-row wgmmas per tile so they fit: 0.3-3% slower; docs/PAGED.md.)
 template <int H>
 struct SmemWeights {
   const float* w_s;
@@ -203,17 +202,6 @@ struct SmemWeights {
   __device__ __forceinline__ float2 operator()(int row, int j) const {
     return *reinterpret_cast<const float2*>(w_s + row * H + 8 * j + 2 * tig);
   }
-};
-template <int H, int ROWS>
-struct RegWeights {
-  float2 w[ROWS][H / 8];
-  __device__ __forceinline__ void load(const float* w_s, int tig) {
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-      for (int j = 0; j < H / 8; ++j) w[r][j] = *reinterpret_cast<const float2*>(w_s + r * H + 8 * j + 2 * tig);
-  }
-  __device__ __forceinline__ float2 operator()(int row, int j) const { return w[row][j]; }
 };
 // INTERIOR: the caller knows every key of the tile is inside every row's valid range (PAGED_TMA_PEEL), so the stores
 // need no length tests.

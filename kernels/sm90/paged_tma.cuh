@@ -129,15 +129,6 @@
 #ifndef PAGED_TMA_PIPE_PEEL
 #define PAGED_TMA_PIPE_PEEL 1
 #endif
-// PAGED_TMA_ROW_REGS 1 (experiment, session 17; 0 = the shipped kernel): at H 64 next_n 2 (N = 128) the tile runs as
-// two one-row N = 64 wgmma -> wait -> reduce steps on one 32-register accumulator set, and the lane's 32 weights
-// stay in registers (RegWeights, read once per block), where the shipped kernel reads them from shared memory every
-// tile: ncu (decode5) counts 136 shared-memory wavefronts per tile for those LDS beside the wgmma's 192 (DeepGEMM: 11
-// beside 192, its weights in registers). The halves read the K tile twice (+64 wavefronts).
-#ifndef PAGED_TMA_ROW_REGS
-#define PAGED_TMA_ROW_REGS 0
-#endif
-__host__ __device__ constexpr bool pt_row_regs(int h, int nn) { return PAGED_TMA_ROW_REGS && h == 64 && nn == 2; }
 template <int H>
 __host__ __device__ constexpr bool pt_peel() {
   return PAGED_TMA_PEEL && H >= 64;
@@ -488,15 +479,12 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
   // columns (a divisor of next_n, no padding) through the same pipelined loop, so chunk u + 1's wgmma overlaps chunk
   // u's head reduce at the registers of N = 64; else chunks of up to 256 columns, one at a time.
   constexpr bool ROW_PIPE = PAGED_TMA_ROW_PIPE && PAGED_PIPELINE && NN * H > PAGED_PIPE_MAX_N && H <= PAGED_PIPE_MAX_N;
-  constexpr bool ROW_REGS = pt_row_regs(H, NN) && !ROW_PIPE && !pt_register_split(H, NN);
-  constexpr int RPC = ROW_REGS   ? 1
-                      : ROW_PIPE ? pt_rows_per_chunk(NN, PAGED_PIPE_MAX_N / H)
-                                 : (NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H);
+  constexpr int RPC = ROW_PIPE ? pt_rows_per_chunk(NN, PAGED_PIPE_MAX_N / H)
+                               : (NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H);
   constexpr int CHUNKS = (NN + RPC - 1) / RPC;
   constexpr int QROWS = CHUNKS * RPC;
   constexpr int NC = RPC * H, NACC = NC / 2;
   constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N));
-  static_assert(!ROW_REGS || (CHUNKS == 2 && !PIPE), "PAGED_TMA_ROW_REGS: two one-row chunks, one accumulator set");
   constexpr bool SPLIT = pt_register_split(H, NN);
   constexpr bool WLAYOUT = PAGED_TMA_WLAYOUT || SPLIT;
   constexpr bool WREGS = WLAYOUT && (PAGED_TMA_WREGS || SPLIT) && CHUNKS == 1;
@@ -603,19 +591,9 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
           for (int g = 0; g < H / 16; ++g)
             w_reg[i][g] = *reinterpret_cast<const float4*>(w_s + i * H + 16 * g + 4 * tig);
       }
-      // PAGED_TMA_ROW_REGS: every row's weights of this lane, read once
-      RegWeights<H, ROW_REGS ? NN : 1> w_rows;
-      if constexpr (ROW_REGS) w_rows.load(w_s, tig);
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool interior) {
         fence_regs(acc);
-        if constexpr (ROW_REGS) {
-          if (interior)
-            head_reduce_store<H, RPC, NN, true>(acc, chunk * RPC, w_rows, out, row0, out_row_stride, t, len, len_max,
-                                                warp, gid, tig, clean);
-          else
-            head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_rows, out, row0, out_row_stride, t, len, len_max, warp,
-                                          gid, tig, clean);
-        } else if constexpr (WREGS) {
+        if constexpr (WREGS) {
           pt_head_reduce<H, RPC, NN>(acc, chunk * RPC, [&](int i, int g) { return w_reg[i][g]; }, out, row0,
                                      out_row_stride, t, len, len_max, warp, gid, tig, clean);
         } else if constexpr (WLAYOUT) {
