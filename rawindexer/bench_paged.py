@@ -8,7 +8,7 @@ Grid: B in {1, 8, 64, 256} x context in {4096, 32768, 131072} x next_n {1, 2} x 
 sequence at the full context, physical blocks shuffled. Times are GPU times per call from a CUDA graph of
 ``REPS`` calls (host cost excluded; both kernels captured the same way), each timing after ``--settle`` s
 (default 1) of idle so every design and DeepGEMM start from the same power state (rawindexer.bench.SETTLE_S), then
-``--warm`` s (default 0.5) of untimed replays so the timing sees the steady clock a serving loop runs at (WARM_S).
+``--warm`` s (default 1.5) of untimed replays so the timing sees the steady clock a serving loop runs at (WARM_S).
 "cache GB/s" = bytes of the fused cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the
 card's read bandwidth (a torch sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are
 marked L2: their bandwidth is not HBM's. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from
@@ -53,12 +53,12 @@ def read_bandwidth(torch, gib: int = 4) -> float:
     return gib * (1 << 30) / best
 
 
-#: seconds of back-to-back replays between the idle and the timed replays (--warm): the H200 clamps its SM clock for
-#: a few hundred ms when load starts after idle (reason 0x4 in nvidia-smi, clocks 1455-1860 MHz, at ~230 W;
-#: docs/results/session17/c2/smi.csv), so five replays timed right after the idle measured that onset: at 256 x 131072
-#: H 64 next_n 2 (28 ms per replay) the same kernel read 1408 and 1236 us in one run. A serving loop runs at the steady
-#: clock, so the timing starts there.
-WARM_S = 0.5
+#: seconds of back-to-back replays between the idle and the timed replays (--warm). The H200 clamps its SM clock
+#: (nvidia-smi reason 0x4) for 0.4-0.8 s when the power draw ramps up after idle -- 1395-1545 MHz at 270-420 W -- and
+#: then runs at 1965-1980 MHz at 470-560 W (docs/results/session17/c3/smi.csv). Five replays timed right after the
+#: idle caught the ramp's first ~0.1 s, when the clock has not yet dropped; 0.5 s of warm-up timed inside the clamp.
+#: A serving loop runs at the steady clock past it, so the timing starts after 1.5 s of load.
+WARM_S = 1.5
 
 
 def graph_time(torch, fn, reps: int = REPS, settle_s: float = SETTLE_S, warm_s: float = WARM_S) -> float:
