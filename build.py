@@ -541,8 +541,8 @@ def build_paged_sm90(out_dir: Path, kernel_dir: Path, tools: CudaToolchain | Non
         symbol = spec.symbol(inst, design)
         # per_next_n: the cubin holds symbol_n1.._n4; the entry reports the largest resources and each one's
         by_next_n = {n: resources[spec.launch_symbol(symbol, n)] for n in range(1, pk.MAX_NEXT_N + 1)}
-        # threads per block of each next_n's kernel: its __launch_bounds__ (decode "tma" at H <= 64, N = 128 with
-        # PAGED_TMA_SETMAXNREG: a whole producer warpgroup, 256), else the design's
+        # threads per block of each next_n's kernel: its __launch_bounds__ (a design may give next_n kernels their
+        # own block size; session 6's register split took 256 threads), else the design's
         for n, r in by_next_n.items():
             r["max_threads"] = params[spec.launch_symbol(symbol, n)]["max_threads"] or spec.threads(design)
         layout = params[spec.launch_symbol(symbol, 1)]

@@ -7,9 +7,8 @@
 // one barrier per tile; measured, they reach the read bandwidth only at next_n x H = 32. DeepGEMM's sm90 paged
 // kernel (read for facts only) feeds its math warpgroups from a TMA-issuing warp and reads K by descriptor.
 //
-// Block = one consumer warpgroup (warps 0-3) + one producer warp (warp 4), 160 threads (256, a whole producer
-// warpgroup, where PAGED_TMA_SETMAXNREG splits the registers); grid (B, split_n) and the split rule as the other
-// designs (the host's heuristic, from host numbers only: capturable).
+// Block = one consumer warpgroup (warps 0-3) + one producer warp (warp 4), 160 threads; grid (B, split_n) and the
+// split rule as the other designs (the host's heuristic, from host numbers only: capturable).
 //   * Producer: lane l reads block-table entry tile_begin + 32r + l (coalesced, 32 tiles at a time); lane 0, per
 //     tile, waits for the slot to be free, posts expect_tx(64 D + 256) on the slot's full mbarrier, and issues one
 //     3-D cp.async.bulk.tensor of the block's 64 x D key bytes (box {D, 64, 1} of the map over kv_cache as
@@ -36,52 +35,15 @@
 #ifndef PAGED_TMA_STAGES
 #define PAGED_TMA_STAGES 4
 #endif
-// PAGED_TMA_ROW_PIPE 1 (experiment, off): next_n x H > 64 at H <= 64 runs one-row wgmma chunks through the
-// two-accumulator pipeline. Measured on the H200 (docs/PAGED.md "Call 3"): slower at N = 128 (64 x 131072, H 64,
-// next_n 2: 411.8 us against 376.4 us without it), the same elsewhere.
-#ifndef PAGED_TMA_ROW_PIPE
-#define PAGED_TMA_ROW_PIPE 0
-#endif
-// Experiment macros of decode5 (docs/PAGED.md "Call 5"; 0 = the shipped kernel):
-// PAGED_TMA_WLAYOUT 1: weights staged in a per-lane order (float4 per 2 column groups) and reduced by pt_head_reduce
-//   (8 LDS.128 instead of 16 LDS.64 per tile at N = 128, four partial sums per token); PAGED_TMA_WREGS 1 (needs it):
-//   the weights read once into registers (N / 4 per thread; single-chunk kernels only).
+// Measured on the H200 and taken out of the source (docs/PAGED.md has each one's numbers and commit): row chunks through
+// the pipeline at N = 128 (PAGED_TMA_ROW_PIPE), the weights in a per-lane float4 order or in registers
+// (PAGED_TMA_WLAYOUT, PAGED_TMA_WREGS), the register split with a producer warpgroup and setmaxnreg
+// (PAGED_TMA_SETMAXNREG), a blocks-per-SM cap (PAGED_TMA_MIN_BLOCKS), suspend-time hints on the ring's waits
+// (PAGED_TMA_SUSPEND_NS, PAGED_TMA_PRODUCER_SUSPEND_NS), descriptors stepped by their address field
+// (PAGED_TMA_DESC_ADD), two one-row wgmmas with the weights in registers (PAGED_TMA_ROW_REGS).
 // PAGED_TMA_PIPE_MAX_N: the widest N that runs the two-accumulator pipeline (default PAGED_PIPE_MAX_N).
-// PAGED_TMA_MIN_BLOCKS: __launch_bounds__'s blocks-per-SM hint (0: none).
-// PAGED_TMA_SUSPEND_NS (experiment, off): the suspend-time hint of the ring's mbarrier waits (pt_wait); 0:
-// async_copy.cuh's mbar_wait, a try_wait spin (ncu at N = 128: ~98 rounds per producer wait, 219 of the 1431 warp
-// instructions per tile). With the hint ptxas emits NANOSLEEP.SYNCS in the slow path, as DeepGEMM's waits compile;
-// measured slower (docs/PAGED.md "Call 5": with PAGED_TMA_MIN_BLOCKS 4 to keep four blocks per SM, N = 128 5-9%
-// slower -- the consumer warps' own instructions per tile rose 258 -> 286, and they, not the spin, set the pace).
-#ifndef PAGED_TMA_SUSPEND_NS
-#define PAGED_TMA_SUSPEND_NS 0
-#endif
-#ifndef PAGED_TMA_WLAYOUT
-#define PAGED_TMA_WLAYOUT 0
-#endif
-#ifndef PAGED_TMA_WREGS
-#define PAGED_TMA_WREGS 0
-#endif
 #ifndef PAGED_TMA_PIPE_MAX_N
 #define PAGED_TMA_PIPE_MAX_N PAGED_PIPE_MAX_N
-#endif
-#ifndef PAGED_TMA_MIN_BLOCKS
-#define PAGED_TMA_MIN_BLOCKS 0
-#endif
-// PAGED_TMA_SETMAXNREG R (0 = off): DeepGEMM's register budget for the "register split" kernels (pt_register_split:
-// H <= 64, 64 < next_n x H <= 128). Their block is 256 threads, one consumer warpgroup (warps 0-3) + one whole
-// producer warpgroup (warps 4-7; warp 4 issues the copies, warps 5-7 only take part in the warpgroup-wide setmaxnreg
-// and leave), compiled for four blocks per SM (__launch_bounds__(256, 4): 64 registers at entry). The producer
-// warpgroup gives registers back (setmaxnreg.dec to PT_PRODUCER_REGS = 24) and the consumers take R
-// (setmaxnreg.inc), so the weights fit in registers (PAGED_TMA_WLAYOUT + PAGED_TMA_WREGS forced on there) beside
-// the 64 accumulators. The CTA pool must hold what the consumers ask: 128 (R - 64) <= 128 (64 - 24), so R <= 104.
-// decode5 call 3 tried it with a lone producer warp (160 threads) and hung: setmaxnreg is .sync.aligned over a
-// warpgroup. The host reads each kernel's block size from the manifest (max_threads of resources_by_next_n).
-// ptxas checks a wgmma against the entry count (64), so these kernels issue N = 128 (96) as N = 64 + 64 (32).
-// Measured on the H200 (docs/PAGED.md "Call 6"): runs (sweep 98/98, racecheck 0 hazards) but only 0.4-1.2% faster at
-// H 64 next_n 2 and 3-14% slower at H 32 next_n 3 / 4: off.
-#ifndef PAGED_TMA_SETMAXNREG
-#define PAGED_TMA_SETMAXNREG 0
 #endif
 // PAGED_TMA_PERSISTENT 1 (experiment, off): a persistent grid (decode7; docs/PAGED.md "Call 7"). The kernels take one
 // more argument, `batch` (after the map), and run grid = (resident blocks, 1, 1); block g walks the (b, split) units
@@ -93,22 +55,6 @@
 // one-unit grid at the large N = 128 cases and up to 2 us slower per block at small batches: off.
 #ifndef PAGED_TMA_PERSISTENT
 #define PAGED_TMA_PERSISTENT 0
-#endif
-// PAGED_TMA_PRODUCER_SUSPEND_NS (experiment, session 8; 0 = the shipped spin): the suspend-time hint on the producer's
-// waits for a free ring slot only (the consumers keep mbar_wait). ncu at N = 128 counted ~219 of the 1431 warp
-// instructions per tile in the producer's spin; the session-5 hint on every wait also lengthened the consumers' loop.
-// Measured with DESC_ADD (0x989680, docs/PAGED.md "Session 8"): no faster than DESC_ADD alone: off.
-#ifndef PAGED_TMA_PRODUCER_SUSPEND_NS
-#define PAGED_TMA_PRODUCER_SUSPEND_NS 0
-#endif
-// PAGED_TMA_DESC_ADD (experiment, session 8; 0 = the shipped form): the single-wgmma path builds its two descriptors
-// once per (tile, chunk) and steps the k offset in the address field (pt_desc_add), as the HALVES path does; the
-// shipped form rebuilds both per k step (~11 instructions each, 4 k steps per tile at D = 128). Static: 356 -> 344
-// loop instructions at H 64 next_n 2 (ptxas still moves each descriptor into uniform registers per wgmma). Measured
-// (two A/Bs, docs/PAGED.md "Session 8"): 0.3-1% at the large N = 128 cases, within the +-5% run-to-run spread of
-// H 32 next_n 4 elsewhere (slower there in both runs): off.
-#ifndef PAGED_TMA_DESC_ADD
-#define PAGED_TMA_DESC_ADD 0
 #endif
 // PAGED_TMA_PEEL (session 8; 1 = shipped, 0 = session 7's loop for measurements): the one-accumulator loop
 // (N > PAGED_TMA_PIPE_MAX_N) runs the tiles that lie inside every row's valid range (a prefix of the split) with a head
@@ -161,29 +107,15 @@ __device__ long long pt_trace[PT_TRACE_BLOCKS][PT_TRACE_SLOTS];
 #define PT_TRACE(slot, value) ((void)0)
 #endif
 
-constexpr int PT_PRODUCER_REGS = 24;
-static_assert(PAGED_TMA_SETMAXNREG == 0 || (PAGED_TMA_SETMAXNREG % 8 == 0 && PAGED_TMA_SETMAXNREG > 64 &&
-                                            PAGED_TMA_SETMAXNREG - 64 <= 64 - PT_PRODUCER_REGS),
-              "PAGED_TMA_SETMAXNREG: a multiple of 8 in (64, 104] (the CTA pool at 4 blocks of 256 threads per SM)");
-__host__ __device__ constexpr bool pt_register_split(int h, int nn) {
-  return PAGED_TMA_SETMAXNREG > 0 && h <= 64 && nn * h > PAGED_PIPE_MAX_N && nn * h <= 128;
-}
-// __launch_bounds__'s blocks-per-SM hint: 4 for the register-split kernels, else PAGED_TMA_MIN_BLOCKS where N <= 128
-// (the 256-column wgmma needs 128 accumulators), 4 for the pipelined kernels (N <= 64) with PAGED_TMA_PIPE_PEEL (the
-// peeled loop's second copy took them to 98 registers), 4 where N <= 128 in the persistent form (its unit loop takes the
+// __launch_bounds__'s blocks-per-SM hint: 4 for the pipelined kernels (N <= 64) with PAGED_TMA_PIPE_PEEL (the peeled
+// loop's second copy took them to 98 registers), 4 where N <= 128 in the persistent form (its unit loop takes the
 // pipelined N = 64 kernels to 100-108 registers, 3 blocks per SM; capped at 96 they have 0 spills), else 0 (no hint).
 __host__ __device__ constexpr int pt_min_blocks(int h, int nn) {
-  return pt_register_split(h, nn) ? 4
-         : (PAGED_TMA_MIN_BLOCKS > 0 && h * nn <= 128) ? PAGED_TMA_MIN_BLOCKS
-         : (PAGED_TMA_PIPE_PEEL && h * nn <= PAGED_TMA_PIPE_MAX_N) ? 4
-         : (PAGED_TMA_PERSISTENT && h * nn <= 128) ? 4 : 0;
+  return (PAGED_TMA_PIPE_PEEL && h * nn <= PAGED_TMA_PIPE_MAX_N) ? 4 : (PAGED_TMA_PERSISTENT && h * nn <= 128) ? 4 : 0;
 }
 constexpr int PT_STAGES = PAGED_TMA_STAGES;
 constexpr int PT_CONSUMERS = 128;
-// Threads per block: the consumers + the producer warp, or + a whole producer warpgroup where setmaxnreg runs.
-__host__ __device__ constexpr int pt_threads(int h, int nn) {
-  return PT_CONSUMERS + (pt_register_split(h, nn) ? PT_CONSUMERS : WARP);
-}
+constexpr int PT_THREADS = PT_CONSUMERS + WARP;  // the consumer warpgroup + the producer warp
 constexpr int PT_ALIGN = 1024;                   // the 128B swizzle repeats every 8 rows of 128 bytes
 constexpr int PT_CONSUMER_BAR = 1;               // named barrier of the consumer warpgroup (0 = __syncthreads)
 
@@ -196,103 +128,6 @@ __device__ __forceinline__ void pt_tma_block(uint32_t dst, const PagedCacheMap* 
           dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(0), "r"(block), "r"(bar)
       : "memory");
-}
-
-// Wait for phase `parity` of mbarrier `bar`; SUSPEND_NS > 0: with that suspend-time hint (the thread may sleep until
-// the phase flips), 0: async_copy.cuh's mbar_wait, a try_wait spin.
-template <int SUSPEND_NS>
-__device__ __forceinline__ void pt_wait_hinted(uint32_t bar, uint32_t parity) {
-  if constexpr (SUSPEND_NS == 0) {
-    mbar_wait(bar, parity);
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nPT_WAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
-        "@!p bra PT_WAIT;\n}\n" ::"r"(bar),
-        "r"(parity), "n"(SUSPEND_NS)
-        : "memory");
-  }
-}
-// Every wait of the ring (PAGED_TMA_SUSPEND_NS), and the producer's for a free slot (PAGED_TMA_PRODUCER_SUSPEND_NS
-// where set).
-__device__ __forceinline__ void pt_wait(uint32_t bar, uint32_t parity) {
-  pt_wait_hinted<PAGED_TMA_SUSPEND_NS>(bar, parity);
-}
-__device__ __forceinline__ void pt_wait_free(uint32_t bar, uint32_t parity) {
-  if constexpr (PAGED_TMA_PRODUCER_SUSPEND_NS == 0)
-    pt_wait(bar, parity);
-  else
-    pt_wait_hinted<PAGED_TMA_PRODUCER_SUSPEND_NS>(bar, parity);
-}
-
-// Ends the thread where it stands: each setmaxnreg region ends in its own exit (a `return` merges into one exit
-// block, a join of the regions' register budgets that ptxas then allocates at the entry count).
-__device__ __forceinline__ void pt_exit() {
-  asm volatile("exit;" ::: "memory");
-  __builtin_unreachable();
-}
-
-// A wgmma descriptor moved by `units` x 16 bytes (the address field, bits 0-13; the caller keeps it from carrying).
-__device__ __forceinline__ uint64_t pt_desc_add(uint64_t desc, uint32_t units) {
-  return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + units);
-}
-
-// The largest divisor of next_n that is at most `most` (rows per wgmma chunk without zero padding).
-__host__ __device__ constexpr int pt_rows_per_chunk(int next_n, int most) {
-  return most >= next_n ? next_n : (next_n % most == 0 ? most : pt_rows_per_chunk(next_n, most - 1));
-}
-
-// The weights' staged order under PAGED_TMA_WLAYOUT: row r's H floats as [H / 16][4 lanes tig][4], entry e of lane
-// tig's group g = column 8 (2g + e / 2) + 2 tig + e % 2 -- the four weights of accumulator columns 2g and 2g + 1 that
-// lane owns, one float4 (a warp's four lanes read 64 contiguous bytes: one wavefront).
-template <int H>
-__device__ __forceinline__ int pt_weight_column(int c) {
-  const int r = c / H, rem = c % H, g = rem / 16, tig = (rem / 4) % 4, e = rem % 4;
-  return r * H + 8 * (2 * g + e / 2) + 2 * tig + e % 2;
-}
-
-// DESIGN (PAGED_TMA_WLAYOUT): the head reduce of head_reduce_store with the weights as float4 (w4(i, g): row r0 + i,
-// group g) and four partial sums per lane (shorter dependent FMA chains); same quad shuffle and stores.
-template <int H, int NR, int NN, typename W4>
-__device__ __forceinline__ void pt_head_reduce(const float (&acc)[NR * H / 2], int r0, W4&& w4, float* __restrict__ out,
-                                               i64 row0, i64 out_row_stride, const TileOut& t,
-                                               const int (&len)[MAX_NEXT_N], int len_max, int warp, int gid, int tig,
-                                               bool clean) {
-  const int tok = t.tile * TILE + 16 * warp + gid + 8 * (tig & 1);
-#pragma unroll
-  for (int i = 0; i < NR; ++i) {
-    const int r = r0 + i;
-    if (r >= NN) break;
-    float p0a = 0.0f, p0b = 0.0f, p1a = 0.0f, p1b = 0.0f;
-#pragma unroll
-    for (int g = 0; g < H / 16; ++g) {
-      const float4 w = w4(i, g);
-      const int a = i * (H / 2) + 8 * g;
-      p0a = fmaf(fmaxf(acc[a + 0], 0.0f), w.x, p0a);
-      p0b = fmaf(fmaxf(acc[a + 1], 0.0f), w.y, p0b);
-      p1a = fmaf(fmaxf(acc[a + 2], 0.0f), w.x, p1a);
-      p1b = fmaf(fmaxf(acc[a + 3], 0.0f), w.y, p1b);
-      p0a = fmaf(fmaxf(acc[a + 4], 0.0f), w.z, p0a);
-      p0b = fmaf(fmaxf(acc[a + 5], 0.0f), w.w, p0b);
-      p1a = fmaf(fmaxf(acc[a + 6], 0.0f), w.z, p1a);
-      p1b = fmaf(fmaxf(acc[a + 7], 0.0f), w.w, p1b);
-    }
-    const float p0 = p0a + p0b, p1 = p1a + p1b;
-    const bool odd = tig & 1;
-    float v = (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
-    v += __shfl_xor_sync(0xffffffffu, v, 2);
-    int row_len = len[0];
-#pragma unroll
-    for (int rr = 1; rr < MAX_NEXT_N; ++rr)
-      if (r == rr) row_len = len[rr];
-    if (tig < 2 && tok < len_max) {
-      float* dst = out + (row0 + r) * out_row_stride + tok;
-      if (tok < row_len)
-        *dst = v * (odd ? t.sc1 : t.sc0);
-      else if (clean)
-        *dst = -__int_as_float(0x7f800000);
-    }
-  }
 }
 
 // The ring's mbarriers, by one thread before the block's first __syncthreads.
@@ -323,7 +158,7 @@ __device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_
       const int block = __shfl_sync(0xffffffffu, mine, j);
       const int i = i0 + t0 - tile_begin + j, stage = i % S;
       if (lane == 0) {
-        if (i >= S) pt_wait_free(empty0 + 8 * stage, ((i / S) - 1) & 1);
+        if (i >= S) mbar_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
         mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
         pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
         bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)BS * D, TILE * 4,
@@ -339,7 +174,7 @@ __device__ __forceinline__ void pt_produce_tiles(const int* table_row, int tile_
 // form.
 template <int S>
 __device__ __forceinline__ void pt_wait_full(uint32_t full0, int i) {
-  pt_wait(full0 + 8 * (i % S), (i / S) & 1);
+  mbar_wait(full0 + 8 * (i % S), (i / S) & 1);
 }
 // A tile's scales of this lane's two accumulator rows; `tile` is its index in b's key range.
 template <int S>
@@ -364,46 +199,22 @@ __device__ __forceinline__ void pt_release(uint32_t empty0, int i) {
 }
 
 // acc = the keys of ring slot i % S x Q's row chunk `chunk` (RPC rows of H columns), committed as one wgmma group.
-template <int H, int D, int RPC, int S, bool HALVES>
+template <int H, int D, int RPC, int S>
 __device__ __forceinline__ void pt_issue(float (&acc)[RPC * H / 2], uint32_t ring0, uint32_t q0, int i, int chunk) {
-  constexpr int NC = RPC * H, KS = D / 32, NLO = 64, NHI = NC - NLO;
+  constexpr int NC = RPC * H, KS = D / 32;
   constexpr uint32_t K_STAGE = TILE * D;
   fence_regs(acc);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-  if constexpr (HALVES) {
-    // DESIGN: two wgmmas into the accumulator's parts (columns [0, 64) are acc[0, 32) in the m64nN fragment
-    // order, 4 per 8-column group): no one instruction holds more than 32 accumulators. ptxas checks a wgmma
-    // against the kernel's entry register count (C7602 "Insufficient registers (64)" for the N = 128 one),
-    // not against the setmaxnreg budget of the region it sits in.
-    // The descriptors as one base each plus k-step offsets in the 16-byte address field (addresses below
-    // 2^18: the field cannot carry), so the eight wgmmas share two descriptor computations.
-    float(&lo)[NLO / 2] = *reinterpret_cast<float(*)[NLO / 2]>(&acc[0]);
-    float(&hi)[NHI / 2] = *reinterpret_cast<float(*)[NHI / 2]>(&acc[NLO / 2]);
-    const uint64_t da = swizzled_desc<D>(ring0 + (i % S) * K_STAGE);
-    const uint64_t db = swizzled_desc<D>(q0 + chunk * RPC * H * D);
-    constexpr uint32_t HI_COLS = NLO * D / 16;  // column NLO of Q, in 16-byte units
 #pragma unroll
-    for (int s = 0; s < KS; ++s) wgmma_ss_k32<NLO>(lo, pt_desc_add(da, 2 * s), pt_desc_add(db, 2 * s), s > 0);
-#pragma unroll
-    for (int s = 0; s < KS; ++s)
-      wgmma_ss_k32<NHI>(hi, pt_desc_add(da, 2 * s), pt_desc_add(db, HI_COLS + 2 * s), s > 0);
-  } else if constexpr (PAGED_TMA_DESC_ADD) {
-    const uint64_t da = swizzled_desc<D>(ring0 + (i % S) * K_STAGE);
-    const uint64_t db = swizzled_desc<D>(q0 + chunk * RPC * H * D);
-#pragma unroll
-    for (int s = 0; s < KS; ++s) wgmma_ss_k32<NC>(acc, pt_desc_add(da, 2 * s), pt_desc_add(db, 2 * s), s > 0);
-  } else {
-#pragma unroll
-    for (int s = 0; s < KS; ++s)
-      wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
-                      swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
-  }
+  for (int s = 0; s < KS; ++s)
+    wgmma_ss_k32<NC>(acc, swizzled_desc<D>(ring0 + (i % S) * K_STAGE + 32 * s),
+                    swizzled_desc<D>(q0 + chunk * RPC * H * D + 32 * s), s > 0);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
 // The consumer loop over ring tiles [begin, end) (end > begin), CHUNKS row chunks per tile: wait_full(i),
 // issue(acc, i, chunk), scales(i) -> TileOut, release(i), reduce(acc, chunk, t, interior). acc1 is used only
-// where PIPE. Without PIPE, tiles [begin, interior_end) are reduced as interior (PAGED_TMA_PEEL), the rest not.
+// where PIPE. Tiles [begin, interior_end) are reduced as interior (PAGED_TMA_PEEL, PAGED_TMA_PIPE_PEEL), the rest not.
 template <bool PIPE, int CHUNKS, int NACC, int NACC1, typename WaitFull, typename Issue, typename Scales,
           typename Release, typename Reduce>
 __device__ __forceinline__ void pt_consume_tiles(float (&acc0)[NACC], float (&acc1)[NACC1], int begin, int end,
@@ -474,23 +285,13 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
                                                int num_warps, int flags, const PagedCacheMap& kv_map) {
   constexpr int BS = TILE;  // one cache block per tile
   constexpr int S = PT_STAGES;
-  // DESIGN: rows per wgmma. All next_n rows in one (N = next_n x H) up to PAGED_PIPE_MAX_N, where the pipelined loop
-  // runs; with PAGED_TMA_ROW_PIPE the wider cases at H <= 64 run the rows in chunks of at most PAGED_PIPE_MAX_N
-  // columns (a divisor of next_n, no padding) through the same pipelined loop, so chunk u + 1's wgmma overlaps chunk
-  // u's head reduce at the registers of N = 64; else chunks of up to 256 columns, one at a time.
-  constexpr bool ROW_PIPE = PAGED_TMA_ROW_PIPE && PAGED_PIPELINE && NN * H > PAGED_PIPE_MAX_N && H <= PAGED_PIPE_MAX_N;
-  constexpr int RPC = ROW_PIPE ? pt_rows_per_chunk(NN, PAGED_PIPE_MAX_N / H)
-                               : (NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H);
+  // DESIGN: rows per wgmma. All next_n rows in one (N = next_n x H) up to 256 columns, else chunks of 256 columns
+  // (H = 128, next_n > 2), one at a time; at N <= PAGED_TMA_PIPE_MAX_N the pipelined loop runs.
+  constexpr int RPC = NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H;
   constexpr int CHUNKS = (NN + RPC - 1) / RPC;
   constexpr int QROWS = CHUNKS * RPC;
   constexpr int NC = RPC * H, NACC = NC / 2;
-  constexpr bool PIPE = PAGED_PIPELINE && (ROW_PIPE || (CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N));
-  constexpr bool SPLIT = pt_register_split(H, NN);
-  constexpr bool WLAYOUT = PAGED_TMA_WLAYOUT || SPLIT;
-  constexpr bool WREGS = WLAYOUT && (PAGED_TMA_WREGS || SPLIT) && CHUNKS == 1;
-  constexpr int SMR = SPLIT ? PAGED_TMA_SETMAXNREG : 0;
-  // One N > 64 wgmma as an N = 64 one and an N - 64 one (the 64-register entry count of the register split).
-  constexpr bool HALVES = SPLIT && NC > 64;
+  constexpr bool PIPE = PAGED_PIPELINE && CHUNKS == 1 && NC <= PAGED_TMA_PIPE_MAX_N;
 
   constexpr uint32_t K_STAGE = TILE * D;
 
@@ -538,19 +339,13 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
     if (tid == 0) pt_init_ring<S>(full0, empty0);
     __syncthreads();
 
-    if (SMR > 0 ? warp >= 4 : warp == 4) {
-      if constexpr (SMR > 0) {  // the whole producer warpgroup (warps 4-7) releases; only warp 4 goes on
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PT_PRODUCER_REGS) : "memory");
-        if (warp > 4) pt_exit();
-      }
+    if (warp == 4) {
       if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
       if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(PT_TRACE_PRODUCER_START, clock64());
       pt_produce_tiles<D, S>(block_table + (i64)b * max_blocks, tile_begin, tile_end, 0, lane, kv_cache, kv_map, ring0,
                              s0, full0, empty0);
       if (PAGED_TMA_TRACE && lane == 0) PT_TRACE(PT_TRACE_PRODUCER_LAST, clock64());
-      if constexpr (SMR > 0) pt_exit();  // (24 registers from here on: the -inf fill is the consumers' anyway)
     } else {
-      if constexpr (SMR > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(SMR) : "memory");
       // DESIGN: Q staging by cp.async. Q (natural depth order, column n = row * H + head) into the swizzled layout,
       // zero rows past next_n (src_bytes 0 from b's first row), and the weights: every copy in flight at once, one
       // memory latency per block where the register loads (unrolled by four) waited two to three (session 7).
@@ -563,9 +358,8 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         cp_async16_zfill(q0 + swizzled<D>(off), q_span + (ok ? off : 0), ok ? 16u : 0u);
       }
       for (int c = tid; c < QROWS * H; c += PT_CONSUMERS) {
-        const int src = WLAYOUT ? pt_weight_column<H>(c) : c;
-        const bool ok = src < NN * H;
-        cp_async4_zfill(w0 + 4 * c, weights + row0 * H + (ok ? src : 0), ok ? 4u : 0u);
+        const bool ok = c < NN * H;
+        cp_async4_zfill(w0 + 4 * c, weights + row0 * H + (ok ? c : 0), ok ? 4u : 0u);
       }
       cp_async_commit_group();
       cp_async_wait_groups<0>();
@@ -580,37 +374,17 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       auto scales = [&](int i) { return pt_tile_scales<S>(s_s, i, tile_begin + i, warp, gid); };
       auto release = [&](int i) { pt_release<S>(empty0, i); };
       auto issue = [&](float (&acc)[NACC], int i, int chunk) {
-        pt_issue<H, D, RPC, S, HALVES>(acc, ring0, q0, i, chunk);
+        pt_issue<H, D, RPC, S>(acc, ring0, q0, i, chunk);
       };
-      // PAGED_TMA_WREGS: this lane's weights of every row, read once (rows x H / 4 floats).
-      float4 w_reg[WREGS ? RPC : 1][WREGS ? H / 16 : 1];
-      if constexpr (WREGS) {
-#pragma unroll
-        for (int i = 0; i < RPC; ++i)
-#pragma unroll
-          for (int g = 0; g < H / 16; ++g)
-            w_reg[i][g] = *reinterpret_cast<const float4*>(w_s + i * H + 16 * g + 4 * tig);
-      }
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool interior) {
         fence_regs(acc);
-        if constexpr (WREGS) {
-          pt_head_reduce<H, RPC, NN>(acc, chunk * RPC, [&](int i, int g) { return w_reg[i][g]; }, out, row0,
-                                     out_row_stride, t, len, len_max, warp, gid, tig, clean);
-        } else if constexpr (WLAYOUT) {
-          const float* w_rows = w_s + chunk * RPC * H + 4 * tig;
-          pt_head_reduce<H, RPC, NN>(
-              acc, chunk * RPC,
-              [&](int i, int g) { return *reinterpret_cast<const float4*>(w_rows + i * H + 16 * g); }, out, row0,
-              out_row_stride, t, len, len_max, warp, gid, tig, clean);
-        } else {
-          const SmemWeights<H> w_smem{w_s, tig};
-          if (interior)
-            head_reduce_store<H, RPC, NN, true>(acc, chunk * RPC, w_smem, out, row0, out_row_stride, t, len, len_max,
-                                                warp, gid, tig, clean);
-          else
-            head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_smem, out, row0, out_row_stride, t, len, len_max, warp,
-                                          gid, tig, clean);
-        }
+        const SmemWeights<H> w_smem{w_s, tig};
+        if (interior)
+          head_reduce_store<H, RPC, NN, true>(acc, chunk * RPC, w_smem, out, row0, out_row_stride, t, len, len_max,
+                                              warp, gid, tig, clean);
+        else
+          head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_smem, out, row0, out_row_stride, t, len, len_max, warp, gid,
+                                        tig, clean);
         const int k = t.tile - tile_begin;
         if (PAGED_TMA_TRACE && tid == 0 && k < PT_TRACE_TILES) PT_TRACE(PT_TRACE_REDUCED + k, clock64());
       };
@@ -631,10 +405,6 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
         PT_TRACE(PT_TRACE_EXIT_NS, globaltimer_ns());
         PT_TRACE(PT_TRACE_EXIT, clock64());
       }
-      if constexpr (SMR > 0) {  // every setmaxnreg region ends in a return (no join of register budgets)
-        fill_tail();
-        pt_exit();
-      }
     }
   }
 
@@ -652,8 +422,6 @@ __device__ __forceinline__ void paged_tma_persistent_body(
     const int* __restrict__ context_lens, const int* __restrict__ block_table, float* __restrict__ out,
     i64 out_row_stride, int max_context_len, int max_blocks, int split_n, int num_warps, int flags, int batch,
     const PagedCacheMap& kv_map) {
-  static_assert(!PAGED_TMA_ROW_PIPE && PAGED_TMA_SETMAXNREG == 0 && !PAGED_TMA_WLAYOUT && !PAGED_TMA_WREGS,
-                "PAGED_TMA_PERSISTENT runs the shipped loop only");
   constexpr int BS = TILE;
   constexpr int S = PT_STAGES;
   constexpr int RPC = NN * H <= MAX_WGMMA_N ? NN : MAX_WGMMA_N / H;
@@ -740,7 +508,7 @@ __device__ __forceinline__ void paged_tma_persistent_body(
 
   auto wait_full = [&](int r) { pt_wait_full<S>(full0, r); };
   auto release = [&](int r) { pt_release<S>(empty0, r); };
-  auto issue = [&](float (&acc)[NACC], int r, int chunk) { pt_issue<H, D, RPC, S, false>(acc, ring0, q0, r, chunk); };
+  auto issue = [&](float (&acc)[NACC], int r, int chunk) { pt_issue<H, D, RPC, S>(acc, ring0, q0, r, chunk); };
 
   float acc0[NACC], acc1[PIPE ? NACC : 1];
 #pragma unroll
@@ -807,7 +575,7 @@ __device__ __forceinline__ void paged_tma_persistent_body(
 
 // Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map
 // (+ `batch` in the persistent form).
-#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(pt_threads(H, NN), pt_min_blocks(H, NN))
+#define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS, pt_min_blocks(H, NN))
 #if PAGED_TMA_PERSISTENT
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
   extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \

@@ -392,9 +392,9 @@ def test_host_sizes_match_the_kernel_sources():
         pk.SM90_STAGES, pk.SM90_TILE, pk.SM90_K_PAD, pk.SM90_THREADS)
     tma = (REPO / "kernels" / "sm90" / "paged_tma.cuh").read_text()
     assert f"#define PAGED_TMA_STAGES {pk.SM90_TMA_STAGES}\n" in tma
-    # 160 (+ the producer warp); the register-split kernels (PAGED_TMA_SETMAXNREG) take a whole producer warpgroup,
-    # 256, and the manifest records each kernel's own block size (max_threads of resources_by_next_n)
-    assert "PT_CONSUMERS + (pt_register_split(h, nn) ? PT_CONSUMERS : WARP)" in tma and pk.SM90_TMA_THREADS == 128 + 32
+    # the consumer warpgroup + the producer warp (the manifest also records each kernel's own block size, max_threads
+    # of resources_by_next_n, which the host launches)
+    assert "constexpr int PT_THREADS = PT_CONSUMERS + WARP;" in tma and pk.SM90_TMA_THREADS == 128 + 32
     gfx = constants(source("gfx950"))
     assert pk.dynamic_lds_bytes(32, 128, 1) == 32 * (128 + gfx["Q_PAD"]) + 32 * 4
     assert gfx["MAX_NEXT_N"] == sm90["MAX_NEXT_N"] == pk.MAX_NEXT_N
