@@ -2,7 +2,7 @@
 subprocess through RAWINDEXER_KERNEL_DIR) in the order given, so drift between builds shows as the spread of a
 repeated entry (give the baseline twice). Design "tma" (block size 64, D = 128) unless the entry says otherwise.
 
-    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN][:pN|:wK|:tT] ... [--log FILE] [--cases all|n128|h64n2|power|decode6|decode7|split|spec]
+    python3 bench/paged_ab.py NAME=DIR[:sN][:dDESIGN][:pN|:wK|:tT] ... [--log FILE] [--cases all|n128|n128short|h64n2|power|decode6|decode7|split|spec]
                               [--ragged]
 
 ":sN": the build's tma ring has N stages (the host sizes shared memory from paged_kernels.SM90_TMA_STAGES);
@@ -70,6 +70,9 @@ CASES_H64N2 = [
 ]
 
 
+# --cases n128short: four H 64 next_n 2 cases for a short A/B (session 17's last call)
+CASES_N128_SHORT = [(64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (8, 32768, 2, 64)]
+
 # --cases power: the longest calls of the brief's grid, where the card runs at its power cap (session 17)
 CASES_POWER = [
     (256, 131072, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 2, 64), (256, 131072, 1, 64),
@@ -79,7 +82,7 @@ CASES_POWER = [
 
 def case_set(name: str) -> list:
     return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7, "split": CASES_SPLIT, "spec": CASES_SPEC,
-            "h64n2": CASES_H64N2, "power": CASES_POWER, "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
+            "h64n2": CASES_H64N2, "power": CASES_POWER, "n128short": CASES_N128_SHORT, "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
 
 
 def _choose(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_blocks: int, max_blocks: int,
