@@ -16,7 +16,7 @@
 //     D = 128, 64-byte at D = 64) plus one 1-D cp.async.bulk of its 64 float32 scales (256 bytes, 16-byte aligned
 //     since 64 (D + 4) is a multiple of 16). A block index past num_blocks reads zeros (the map's bounds), where the
 //     cp.async designs read the address as given.
-//   * Consumers: Q staged once per block into the same swizzle (ordinary stores + fence.proxy.async), weights
+//   * Consumers: Q staged once per block into the same swizzle (cp.async + fence.proxy.async), weights
 //     as fp32 in shared memory. Per tile: wait full, read the two scales each lane needs, SS wgmma (A = the K
 //     tile by descriptor, B = Q, N = next_n x H up to 256, chunks of two rows at H = 128 and next_n > 2), wait,
 //     release the slot (one arrive per consumer thread on its empty mbarrier), fp32 head reduce as the other designs
