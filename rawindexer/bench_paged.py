@@ -53,11 +53,12 @@ def read_bandwidth(torch, gib: int = 4) -> float:
     return gib * (1 << 30) / best
 
 
-#: seconds of back-to-back replays between the idle and the timed replays (--warm). The H200 clamps its SM clock
-#: (nvidia-smi reason 0x4) for 0.4-0.8 s when the power draw ramps up after idle -- 1395-1545 MHz at 270-420 W -- and
-#: then runs at 1965-1980 MHz at 470-560 W (docs/results/session17/c3/smi.csv). Five replays timed right after the
-#: idle caught the ramp's first ~0.1 s, when the clock has not yet dropped; 0.5 s of warm-up timed inside the clamp.
-#: A serving loop runs at the steady clock past it, so the timing starts after 1.5 s of load.
+#: seconds of back-to-back replays between the idle and the timed replays (--warm). When load starts after idle the
+#: H200 runs its first ~0.1-0.3 s at up to 1980 MHz; then its power cap (700 W, nvidia-smi reason 0x4) holds the SM
+#: clock at ~1300-1600 MHz for as long as the load lasts (docs/results/session17/c4/smi.csv; docs/PAGED.md, session
+#: 17). Five replays timed right after the idle measured that first part (256 x 131072 H 64 next_n 2 read 1408 and
+#: 1236 us for one kernel); after 0.5 s of load the clock was still lower than after 1.5 s. A serving loop that keeps
+#: the card busy runs at the capped clock, so the timing starts after 1.5 s of load.
 WARM_S = 1.5
 
 
