@@ -57,7 +57,7 @@ def read_bandwidth(torch, gib: int = 4) -> float:
 #: H200 runs its first ~0.1-0.3 s at up to 1980 MHz; then its power cap (700 W, nvidia-smi reason 0x4) holds the SM
 #: clock at ~1300-1600 MHz for as long as the load lasts (docs/results/session17/c4/smi.csv; docs/PAGED.md, session
 #: 17). Five replays timed right after the idle measured that first part (256 x 131072 H 64 next_n 2 read 1408 and
-#: 1236 us for one kernel); after 0.5 s of load the clock was still lower than after 1.5 s. A serving loop that keeps
+#: 1236 us for one kernel); timings after 0.5 s of load read 3-5% slower than after 1.5 s. A serving loop that keeps
 #: the card busy runs at the capped clock, so the timing starts after 1.5 s of load.
 WARM_S = 1.5
 
