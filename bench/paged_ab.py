@@ -82,7 +82,8 @@ CASES_POWER = [
 
 def case_set(name: str) -> list:
     return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7, "split": CASES_SPLIT, "spec": CASES_SPEC,
-            "h64n2": CASES_H64N2, "power": CASES_POWER, "n128short": CASES_N128_SHORT, "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
+            "h64n2": CASES_H64N2, "power": CASES_POWER, "n128short": CASES_N128_SHORT,
+            "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
 
 
 def _choose(B: int, ctx: int, nn: int, H: int, design: str, sms: int, num_blocks: int, max_blocks: int,
@@ -164,8 +165,8 @@ def child(mode: str) -> None:
                 ref = torch.load(ref_path(key)).cuda()
                 diff = bp.calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
                 del ref
-            res[key] = (bp.graph_time(torch, f, warm_s=warm_s) * 1e6, diff, ok, split or heuristic_split(B, ctx, nn, H, design, sms,
-                                                                                        kv.shape[0], table.shape[1]))
+            res[key] = (bp.graph_time(torch, f, warm_s=warm_s) * 1e6, diff, ok,
+                        split or heuristic_split(B, ctx, nn, H, design, sms, kv.shape[0], table.shape[1]))
             del out
         del kv, table, q, w
         torch.cuda.empty_cache()

@@ -192,48 +192,44 @@ __host__ __device__ constexpr bool pair_reduce() {
   return PAGED_PAIR_REDUCE != 0 && NR % 2 == 0 && NN % 2 == 0 &&
          (PAGED_PAIR_REDUCE == 1 || NR * H <= PAGED_PIPE_MAX_N || (PAGED_PAIR_REDUCE == 2 && !INTERIOR));
 }
-// The weights of a head reduce: weight2(row, j) = the float2 of row `row`'s heads 8j + 2tig, 8j + 2tig + 1 (the two
-// accumulator columns of group j this lane holds), from the staged [rows][H] floats. (Session 17 measured them in
-// registers at H 64 next_n 2, two one-row wgmmas per tile so they fit: 0.3-3% slower; docs/PAGED.md.)
-template <int H>
-struct SmemWeights {
-  const float* w_s;
-  int tig;
-  __device__ __forceinline__ float2 operator()(int row, int j) const {
-    return *reinterpret_cast<const float2*>(w_s + row * H + 8 * j + 2 * tig);
-  }
-};
 // INTERIOR: the caller knows every key of the tile is inside every row's valid range (PAGED_TMA_PEEL), so the stores
 // need no length tests.
-template <int H, int NR, int NN, bool INTERIOR = false, typename Weights>
-__device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int r0, const Weights& weight2,
+template <int H, int NR, int NN, bool INTERIOR = false>
+__device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int r0, const float* w_s,
                                                   float* __restrict__ out, i64 row0, i64 out_row_stride,
                                                   const TileOut& t, const int (&len)[MAX_NEXT_N], int len_max,
                                                   int warp, int gid, int tig, bool clean) {
   const int tok = t.tile * TILE + 16 * warp + gid + 8 * (tig & 1);
+  const bool odd = tig & 1;
   if constexpr (PAGED_RELU_FIRST) relu_in_place(acc);
   auto relu = [&](int i) { return PAGED_RELU_FIRST ? acc[i] : fmaxf(acc[i], 0.0f); };
+  // Accumulator row i (query row r0 + i) folded into this lane's partial sums over its heads, then the round over
+  // tig bit 0: this lane's token's half of the row's sum.
+  auto token_half = [&](int i) {
+    const int r = r0 + i;
+    float p0 = 0.0f, p1 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < H / 8; ++j) {
+      const float2 w = *reinterpret_cast<const float2*>(w_s + r * H + 8 * j + 2 * tig);
+      const int a = i * (H / 2) + 4 * j;
+      p0 = fmaf(relu(a + 0), w.x, p0);
+      p0 = fmaf(relu(a + 1), w.y, p0);
+      p1 = fmaf(relu(a + 2), w.x, p1);
+      p1 = fmaf(relu(a + 3), w.y, p1);
+    }
+    return (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
+  };
+  // (The pair and single-row paths keep their own stores: one store lambda for both moved ptxas's schedule in 10 of
+  // the 168 kernels, unmeasured, where this form is SASS-identical to the measured one.)
   if constexpr (pair_reduce<H, NR, NN, INTERIOR>()) {
-    const bool odd = tig & 1, hi = tig & 2;
+    const bool hi = tig & 2;
 #pragma unroll
     for (int i = 0; i < NR; i += 2) {
       const int r = r0 + i;  // rows r, r + 1: both valid or both padding (r even, NN even)
       if (r >= NN) break;
-      float vk[2];  // per row, after the round over tig bit 0 (the token): this lane's token's half
+      float vk[2];
 #pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        float p0 = 0.0f, p1 = 0.0f;
-#pragma unroll
-        for (int j = 0; j < H / 8; ++j) {
-          const float2 w = weight2(r + k, j);
-          const int a = (i + k) * (H / 2) + 4 * j;
-          p0 = fmaf(relu(a + 0), w.x, p0);
-          p0 = fmaf(relu(a + 1), w.y, p0);
-          p1 = fmaf(relu(a + 2), w.x, p1);
-          p1 = fmaf(relu(a + 3), w.y, p1);
-        }
-        vk[k] = (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
-      }
+      for (int k = 0; k < 2; ++k) vk[k] = token_half(i + k);
       // tig bit 1: the row; lane tig keeps row r + (tig >> 1)
       const float v = (hi ? vk[1] : vk[0]) + __shfl_xor_sync(0xffffffffu, hi ? vk[0] : vk[1], 2);
       const int row = r + (hi ? 1 : 0);
@@ -259,18 +255,7 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
   for (int i = 0; i < NR; ++i) {
     const int r = r0 + i;
     if (r >= NN) break;  // zero-padded Q rows of the last chunk
-    float p0 = 0.0f, p1 = 0.0f;
-#pragma unroll
-    for (int j = 0; j < H / 8; ++j) {
-      const float2 w = weight2(r, j);
-      const int a = i * (H / 2) + 4 * j;
-      p0 = fmaf(relu(a + 0), w.x, p0);
-      p0 = fmaf(relu(a + 1), w.y, p0);
-      p1 = fmaf(relu(a + 2), w.x, p1);
-      p1 = fmaf(relu(a + 3), w.y, p1);
-    }
-    const bool odd = tig & 1;
-    float v = (odd ? p1 : p0) + __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 1);
+    float v = token_half(i);
     v += __shfl_xor_sync(0xffffffffu, v, 2);
     if constexpr (INTERIOR) {
       if (tig < 2) out[(row0 + r) * out_row_stride + tok] = v * (odd ? t.sc1 : t.sc0);
@@ -279,7 +264,6 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
 #pragma unroll
       for (int rr = 1; rr < MAX_NEXT_N; ++rr)
         if (r == rr) row_len = len[rr];
-      // Columns >= len_max belong to the -inf fill.
       if (tig < 2 && tok < len_max) {
         float* dst = out + (row0 + r) * out_row_stride + tok;
         if (tok < row_len)
@@ -481,8 +465,8 @@ __device__ __forceinline__ void paged_body(const u8* __restrict__ q, const u8* _
     };
     auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t) {
       fence_regs(acc);
-      head_reduce_store<H, RPC, NN>(acc, chunk * RPC, SmemWeights<H>{w_s, tig}, out, row0, out_row_stride, t, len,
-                                    len_max, warp, gid, tig, clean);
+      head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp, gid,
+                                    tig, clean);
     };
 
     if constexpr (PIPE) {

@@ -35,8 +35,8 @@
 #ifndef PAGED_TMA_STAGES
 #define PAGED_TMA_STAGES 4
 #endif
-// Measured on the H200 and taken out of the source (docs/PAGED.md has each one's numbers and commit): row chunks through
-// the pipeline at N = 128 (PAGED_TMA_ROW_PIPE), the weights in a per-lane float4 order or in registers
+// Measured on the H200 and taken out of the source (docs/PAGED.md has each one's numbers and commit): row chunks
+// through the pipeline at N = 128 (PAGED_TMA_ROW_PIPE), the weights in a per-lane float4 order or in registers
 // (PAGED_TMA_WLAYOUT, PAGED_TMA_WREGS), the register split with a producer warpgroup and setmaxnreg
 // (PAGED_TMA_SETMAXNREG), a blocks-per-SM cap (PAGED_TMA_MIN_BLOCKS), suspend-time hints on the ring's waits
 // (PAGED_TMA_SUSPEND_NS, PAGED_TMA_PRODUCER_SUSPEND_NS), descriptors stepped by their address field
@@ -378,12 +378,11 @@ __device__ __forceinline__ void paged_tma_body(const u8* __restrict__ q, const u
       };
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool interior) {
         fence_regs(acc);
-        const SmemWeights<H> w_smem{w_s, tig};
         if (interior)
-          head_reduce_store<H, RPC, NN, true>(acc, chunk * RPC, w_smem, out, row0, out_row_stride, t, len, len_max,
-                                              warp, gid, tig, clean);
+          head_reduce_store<H, RPC, NN, true>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp,
+                                              gid, tig, clean);
         else
-          head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_smem, out, row0, out_row_stride, t, len, len_max, warp, gid,
+          head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, len, len_max, warp, gid,
                                         tig, clean);
         const int k = t.tile - tile_begin;
         if (PAGED_TMA_TRACE && tid == 0 && k < PT_TRACE_TILES) PT_TRACE(PT_TRACE_REDUCED + k, clock64());
@@ -564,7 +563,7 @@ __device__ __forceinline__ void paged_tma_persistent_body(
       auto scales = [&](int r) { return pt_tile_scales<S>(s_s, r, r + tile_off, warp, gid); };
       auto reduce = [&](float (&acc)[NACC], int chunk, const TileOut& t, bool) {
         fence_regs(acc);
-        head_reduce_store<H, RPC, NN>(acc, chunk * RPC, SmemWeights<H>{w_s, tig}, out, row0, out_row_stride, t, x.len, x.len_max, warp,
+        head_reduce_store<H, RPC, NN>(acc, chunk * RPC, w_s, out, row0, out_row_stride, t, x.len, x.len_max, warp,
                                       gid, tig, clean);
       };
       pt_consume_tiles<PIPE, CHUNKS>(acc0, acc1, g, r_end, g, wait_full, issue, scales, release, reduce);
