@@ -73,6 +73,13 @@ CASES_H64N2 = [
 # --cases n128short: four H 64 next_n 2 cases for a short A/B (session 17's last call)
 CASES_N128_SHORT = [(64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (8, 32768, 2, 64)]
 
+# --cases wg4: the N = 128 cases (H 64 next_n 2 and H 32 next_n 4) at large and small batches, N = 64 beside them
+# (session 18, the four-warpgroup form)
+CASES_WG4 = [
+    (64, 32768, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 4, 32), (256, 4096, 2, 64),
+    (8, 32768, 2, 64), (1, 131072, 2, 64), (64, 32768, 1, 64),
+]
+
 # --cases power: the longest calls of the brief's grid, where the card runs at its power cap (session 17)
 CASES_POWER = [
     (256, 131072, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 2, 64), (256, 131072, 1, 64),
@@ -82,7 +89,7 @@ CASES_POWER = [
 
 def case_set(name: str) -> list:
     return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7, "split": CASES_SPLIT, "spec": CASES_SPEC,
-            "h64n2": CASES_H64N2, "power": CASES_POWER, "n128short": CASES_N128_SHORT,
+            "h64n2": CASES_H64N2, "power": CASES_POWER, "n128short": CASES_N128_SHORT, "wg4": CASES_WG4,
             "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
 
 

@@ -6,7 +6,7 @@ kernels/sm90/paged_tma.cuh), only the instances the A/B times (D = 128, block si
 
 DST starts as a copy of SRC (a full kernel directory: the other ops' code objects and manifest sections); the decode
 section is rebuilt (--all: every instance of the shipped list, D = 64 too, as the GPU sweep needs).
--DPAGED_TMA_PERSISTENT=1 (the persistent grid) adds the kernels' `batch` argument to the design's declared list, so the
+-DPAGED_TMA_PERSISTENT=1 (the persistent grid) and -DPAGED_TMA_WG4=1 (its four-warpgroup form) add the kernels' `batch` argument to the design's declared list, so the
 build's argument check and the host's is_persistent see it. Prints each tma kernel's registers and spills per next_n. Intermediate files: /tmp/varbuild/DST.
 """
 from __future__ import annotations
@@ -35,7 +35,8 @@ def main(argv: list[str]) -> None:
     target = pk.TARGETS["sm_90a"]
     if "--all" not in argv:
         target = dataclasses.replace(target, instances=tuple(pk.PagedInstance(h, 128, 64) for h in (32, 64, 128)))
-    if any(d.replace(" ", "") in ("-DPAGED_TMA_PERSISTENT=1", "-DPAGED_TMA_PERSISTENT") for d in defines):
+    persistent = ("-DPAGED_TMA_PERSISTENT=1", "-DPAGED_TMA_PERSISTENT", "-DPAGED_TMA_WG4=1", "-DPAGED_TMA_WG4")
+    if any(d.replace(" ", "") in persistent for d in defines):
         extra = dict(target.design_extra_args or {})
         extra["tma"] = (*extra.get("tma", ()), ("batch", 4))
         target = dataclasses.replace(target, design_extra_args=extra)

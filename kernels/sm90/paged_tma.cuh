@@ -572,17 +572,32 @@ __device__ __forceinline__ void paged_tma_persistent_body(
   }
 }
 
+// PAGED_TMA_WG4 1 (experiment, off): the four-warpgroup persistent form at next_n x H <= 128
+// (kernels/sm90/paged_tma_wg4.cuh); the wider kernels of such a build run the persistent form above.
+#ifndef PAGED_TMA_WG4
+#define PAGED_TMA_WG4 0
+#endif
+#include "paged_tma_wg4.cuh"
+
 // Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map
-// (+ `batch` in the persistent form).
+// (+ `batch` in the persistent forms).
 #define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS, pt_min_blocks(H, NN))
-#if PAGED_TMA_PERSISTENT
+#if PAGED_TMA_PERSISTENT || PAGED_TMA_WG4
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
-  extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
-      const u8* q, const u8* kv_cache, const float* weights, const int* context_lens, const int* block_table,   \
-      float* out, i64 out_row_stride, int next_n, int max_context_len, int max_blocks, int split_n,             \
-      int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map, int batch) {                    \
-    paged_tma_persistent_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out, out_row_stride,  \
-                                        max_context_len, max_blocks, split_n, num_warps, flags, batch, kv_map); \
+  extern "C" __global__ void __launch_bounds__(pw_form<H, NN>() ? PW_THREADS : PT_THREADS,                  \
+                                               pw_form<H, NN>() ? 1 : pt_min_blocks(H, NN))                   \
+      fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN(                                                \
+          const u8* q, const u8* kv_cache, const float* weights, const int* context_lens,                    \
+          const int* block_table, float* out, i64 out_row_stride, int next_n, int max_context_len,           \
+          int max_blocks, int split_n, int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map, \
+          int batch) {                                                                                       \
+    if constexpr (pw_form<H, NN>())                                                                          \
+      paged_tma_wg4_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out, out_row_stride,     \
+                                   max_context_len, max_blocks, split_n, flags, batch, kv_map);              \
+    else                                                                                                     \
+      paged_tma_persistent_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out,              \
+                                          out_row_stride, max_context_len, max_blocks, split_n, num_warps,   \
+                                          flags, batch, kv_map);                                             \
   }
 #else
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \

@@ -99,15 +99,16 @@ class PagedSm90Family(PagedGfx950Family):
         at most MAX_BLOCKS_PER_SM per SM), never fewer than :func:`min_tiles_per_split` tiles per split at
         max_context_len, then raised for ragged lengths by :func:`balanced_split` (not in a persistent grid)."""
         design = self.resolve(p.heads, p.head_dim, p.block_size, design)
-        shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, design)
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
         threads = pk.TARGETS[self.arch].threads(design)
         entry = self.entry(p.heads, p.head_dim, p.block_size, design)
         res = entry.get("resources_by_next_n", {}).get(str(p.next_n), entry["resources"]) if entry else {}
-        # the next_n kernel's own block size where the manifest records it (decode "tma" with the register split:
-        # 256 threads at H <= 64, next_n x H = 128; kernels/sm90/paged_tma.cuh, pt_threads)
+        # the next_n kernel's own block size where the manifest records it (the "tma" experiment form with four
+        # consumer warpgroups: 640 threads, kernels/sm90/paged_tma_wg4.cuh)
         threads = res.get("max_threads", threads)
+        groups = threads // pk.SM90_TMA_THREADS if design == "tma" else 1
+        shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, design, groups)
         regs = res.get("registers", 128)
         by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * threads)
         per_sm = max(1, min(MAX_BLOCKS_PER_SM, SHARED_PER_SM // shared, by_regs))

@@ -1,0 +1,246 @@
+// ===================================================================================================
+// EXPERIMENT (PAGED_TMA_WG4, off; docs/PAGED.md "Session 18"): design "tma" with DeepGEMM's block structure at
+// next_n x H <= 128. Included by kernels/sm90/paged_tma.cuh, which keeps the shipped one-warpgroup body.
+//
+// Why: at N = 128 the shipped grid runs four 160-thread blocks per SM, each paying its own prologue (lengths ->
+// table -> first K tile, ~3 us in series), Q staging (16 KB per block) and drain; session 13's trace put that at
+// 15-20% of a 15.5-tile block's life, and the persistent one-warpgroup form (decode7) paid a Q staging stall per
+// sequence instead. DeepGEMM's paged kernel (read for facts only) runs one block per SM: four math warpgroups, one
+// TMA warp per math warpgroup with its own ring, Q shared by the four.
+//
+// Block = four consumer warpgroups (warps 0-15) + four producer warps (16-19; warp 16 + g feeds warpgroup g), 640
+// threads, one block per SM, grid = SMs (the persistent argument list: `batch` last). Block c takes the (b, split)
+// units [U c / G, U (c + 1) / G) of U = batch x split_n, b-major; the units of one b it holds are one contiguous tile
+// range ("run"), whose tiles are dealt round-robin: tile run_begin + g + 4 k to warpgroup g.
+//   * Each warpgroup has its own ring of PAGED_TMA_WG4_STAGES slots fed by its producer warp as pt_produce_tiles does,
+//     with a stride of four tiles; the slot and phase come from the warpgroup's running tile count.
+//   * Q and the weights are double-buffered: the 512 consumer threads stage run r + 1's by cp.async right after the
+//     barrier that opens run r (every warpgroup is then past run r - 1, the buffer's last reader), so a new sequence
+//     costs no staging stall once the first is in.
+//   * The consumer loop, the head reduce and the -inf fill are the shipped ones (pt_consume_tiles, head_reduce_store,
+//     fill_row_tails over the block's 16 consumer warps per unit).
+// Shared memory: rings [4][S][64 D] | Q [2][rows H D] | scales [4][S][64] | weights [2][rows H] | full [4][S],
+// empty [4][S] (+ 1024 alignment): rawindexer/paged_kernels.sm90_shared_bytes with consumers = 4.
+// ===================================================================================================
+#pragma once
+
+#ifndef PAGED_TMA_WG4_STAGES
+#define PAGED_TMA_WG4_STAGES 4
+#endif
+constexpr int PW_GROUPS = 4;
+constexpr int PW_CONSUMERS = PW_GROUPS * PT_CONSUMERS;           // 512
+constexpr int PW_THREADS = PW_CONSUMERS + PW_GROUPS * WARP;      // 640
+constexpr int PW_BAR = 2;                                        // named barrier of the 512 consumer threads
+// PAGED_TMA_WG4_REGS R (0 = off): the block's 96 registers per thread re-dealt by setmaxnreg, the producer warpgroup
+// (warps 16-19) down to PW_PRODUCER_REGS, the consumers up to R; the pool is 640 x 96, so 512 (R - 96) <= 128 (96 -
+// PW_PRODUCER_REGS). Each region ends in its own exit (pt_exit): a join would be allocated at the entry count.
+#ifndef PAGED_TMA_WG4_REGS
+#define PAGED_TMA_WG4_REGS 0
+#endif
+#ifndef PW_PRODUCER_REGS
+#define PW_PRODUCER_REGS 24
+#endif
+static_assert(PAGED_TMA_WG4_REGS == 0 ||
+                  (PAGED_TMA_WG4_REGS % 8 == 0 && PW_CONSUMERS * (PAGED_TMA_WG4_REGS - 96) <=
+                                                      PW_GROUPS * WARP * (96 - PW_PRODUCER_REGS)),
+              "PAGED_TMA_WG4_REGS: a multiple of 8 the producers' registers pay for");
+__device__ __forceinline__ void pt_exit() {
+  asm volatile("exit;" ::: "memory");
+  __builtin_unreachable();
+}
+
+// The four-warpgroup form runs where one accumulator set fits the 96 registers of a 640-thread block and the shipped
+// loop is the one-accumulator one (N = 96, 128; the pipelined N <= 64 loop spilled 180-264 bytes at 96 registers).
+template <int H, int NN>
+__host__ __device__ constexpr bool pw_form() {
+  return PAGED_TMA_WG4 && H * NN > PAGED_TMA_PIPE_MAX_N && H * NN <= 128;
+}
+
+// One b's share of a block's units: its splits [s_lo, s_hi] and their tiles [tile_begin, tile_end).
+struct PwRun {
+  int s_lo, s_hi, len_max, tile_begin, tile_end;
+  int len[MAX_NEXT_N];
+};
+
+template <int NN>
+__device__ __forceinline__ PwRun pw_run(int b, int u_begin, int u_end, int split_n, const int* __restrict__ context_lens,
+                                        int flags, i64 limit) {
+  PwRun r;
+  r.s_lo = max(u_begin - b * split_n, 0);
+  r.s_hi = min(u_end - 1 - b * split_n, split_n - 1);
+  r.len_max = row_lengths<NN>(r.len, context_lens, b, flags, limit);
+  const int tiles = (r.len_max + TILE - 1) / TILE;
+  r.tile_begin = (int)((i64)tiles * r.s_lo / split_n);
+  r.tile_end = (int)((i64)tiles * (r.s_hi + 1) / split_n);
+  return r;
+}
+
+// Producer warp of one warpgroup: tiles tile_first, tile_first + PW_GROUPS, ... < tile_end of b's table row into
+// ring tiles i0, i0 + 1, ... (pt_produce_tiles with a stride). Returns the number of tiles.
+template <int D, int S>
+__device__ __forceinline__ int pw_produce_tiles(const int* table_row, int tile_first, int tile_end, int i0, int lane,
+                                                const u8* kv_cache, const PagedCacheMap& kv_map, uint32_t ring0,
+                                                uint32_t s0, uint32_t full0, uint32_t empty0) {
+  constexpr uint32_t K_STAGE = TILE * D, TX_BYTES = TILE * D + TILE * 4;
+  constexpr i64 BLOCK_BYTES = (i64)TILE * (D + 4);
+  const int n = tile_first < tile_end ? (tile_end - tile_first + PW_GROUPS - 1) / PW_GROUPS : 0;
+  for (int k0 = 0; k0 < n; k0 += WARP) {
+    const int mine = k0 + lane < n ? __ldg(table_row + tile_first + PW_GROUPS * (k0 + lane)) : 0;
+    const int count = min(WARP, n - k0);
+    for (int j = 0; j < count; ++j) {
+      const int block = __shfl_sync(0xffffffffu, mine, j);
+      const int i = i0 + k0 + j, stage = i % S;
+      if (lane == 0) {
+        if (i >= S) mbar_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+        mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
+        pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
+        bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)TILE * D, TILE * 4,
+                      full0 + 8 * stage);
+      }
+      __syncwarp();
+    }
+  }
+  return n;
+}
+
+template <int H, int D, int NN>
+__device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, const u8* __restrict__ kv_cache,
+                                                   const float* __restrict__ weights,
+                                                   const int* __restrict__ context_lens,
+                                                   const int* __restrict__ block_table, float* __restrict__ out,
+                                                   i64 out_row_stride, int max_context_len, int max_blocks,
+                                                   int split_n, int flags, int batch, const PagedCacheMap& kv_map) {
+  constexpr int S = PAGED_TMA_WG4_STAGES;
+  constexpr int NC = NN * H, NACC = NC / 2;
+  constexpr bool PIPE = PAGED_PIPELINE && NC <= PAGED_TMA_PIPE_MAX_N;
+  constexpr uint32_t K_STAGE = TILE * D, Q_BYTES = NN * H * D;
+
+  extern __shared__ u8 pt_raw[];
+  const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(pt_raw);
+  u8* const base = pt_raw + ((PT_ALIGN - raw0 % PT_ALIGN) % PT_ALIGN);
+  u8* const q_s = base + PW_GROUPS * S * K_STAGE;                                 // [2][NN H][D], swizzled
+  float* const s_s = reinterpret_cast<float*>(q_s + 2 * Q_BYTES);                // [4][S][64]
+  float* const w_s = s_s + PW_GROUPS * S * TILE;                                  // [2][NN H]
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(w_s + 2 * NN * H);           // full [4][S], empty [4][S]
+  const uint32_t ring_all = (uint32_t)__cvta_generic_to_shared(base);
+  const uint32_t q_all = (uint32_t)__cvta_generic_to_shared(q_s);
+  const uint32_t s_all = (uint32_t)__cvta_generic_to_shared(s_s);
+  const uint32_t w_all = (uint32_t)__cvta_generic_to_shared(w_s);
+  const uint32_t full_all = (uint32_t)__cvta_generic_to_shared(bars), empty_all = full_all + 8 * PW_GROUPS * S;
+
+  const int tid = threadIdx.x;
+  // (the warp index through a shuffle: ptxas then keeps it, and the ring addresses and descriptors derived from it,
+  // in uniform registers -- from threadIdx.x directly they took 104 vector integer instructions per tile, not 23)
+  const int lane = tid & (WARP - 1), warp = __shfl_sync(0xffffffffu, tid / WARP, 0);
+  const int group = warp < 4 * PW_GROUPS ? warp / 4 : warp - 4 * PW_GROUPS;  // the ring this warp works on
+  const uint32_t ring0 = ring_all + group * S * K_STAGE, s0 = s_all + group * S * TILE * 4;
+  const uint32_t full0 = full_all + 8 * S * group, empty0 = empty_all + 8 * S * group;
+  const bool clean = flags & FLAG_CLEAN_LOGITS;
+  const i64 limit = min((i64)max_context_len, (i64)max_blocks * TILE);
+  const i64 units = (i64)max(batch, 0) * split_n;
+  const int u_begin = (int)(units * blockIdx.x / gridDim.x), u_end = (int)(units * (blockIdx.x + 1) / gridDim.x);
+  if (u_begin >= u_end) return;  // block-uniform
+  const int b_first = u_begin / split_n, b_last = (u_end - 1) / split_n;
+
+  if (tid < PW_GROUPS) pt_init_ring<S>(full_all + 8 * S * tid, empty_all + 8 * S * tid);
+  __syncthreads();
+
+  if (warp >= 4 * PW_GROUPS) {
+    if constexpr (PAGED_TMA_WG4_REGS > 0)
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PW_PRODUCER_REGS) : "memory");
+    if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
+    int i = 0;
+    for (int b = b_first; b <= b_last; ++b) {
+      const PwRun r = pw_run<NN>(b, u_begin, u_end, split_n, context_lens, flags, limit);
+      i += pw_produce_tiles<D, S>(block_table + (i64)b * max_blocks, r.tile_begin + group, r.tile_end, i, lane,
+                                  kv_cache, kv_map, ring0, s0, full0, empty0);
+    }
+    if constexpr (PAGED_TMA_WG4_REGS > 0) pt_exit();
+    return;
+  }
+  if constexpr (PAGED_TMA_WG4_REGS > 0)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(PAGED_TMA_WG4_REGS) : "memory");
+
+  const int wwarp = warp & 3;  // the warp within its warpgroup (rows 16 wwarp .. of the wgmma's M)
+  const int gid = lane >> 2, tig = lane & 3;
+  // DESIGN: Q and the weights of b into buffer `buf` by cp.async from the 512 consumer threads (one commit group)
+  auto stage = [&](int b, int buf) {
+    const u8* const span = q + (i64)b * NN * H * D;
+    for (uint32_t off = 16 * tid; off < Q_BYTES; off += 16 * PW_CONSUMERS)
+      cp_async16_zfill(q_all + buf * Q_BYTES + swizzled<D>(off), span + off, 16u);
+    for (int c = tid; c < NN * H; c += PW_CONSUMERS)
+      cp_async4_zfill(w_all + 4 * (buf * NN * H + c), weights + (i64)b * NN * H + c, 4u);
+    cp_async_commit_group();
+  };
+  // the next b after `b` (<= b_last) whose run has tiles, or b_last + 1
+  auto next_busy = [&](int b) {
+    for (++b; b <= b_last; ++b) {
+      const PwRun r = pw_run<NN>(b, u_begin, u_end, split_n, context_lens, flags, limit);
+      if (r.tile_end > r.tile_begin) break;
+    }
+    return b;
+  };
+
+  float acc0[NACC], acc1[PIPE ? NACC : 1];
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) acc0[k] = 0.0f;
+#pragma unroll
+  for (int k = 0; k < (PIPE ? NACC : 1); ++k) acc1[k] = 0.0f;
+
+  int b_staged = next_busy(b_first - 1);
+  if (b_staged <= b_last) stage(b_staged, 0);
+  int parity = 0, i_ring = 0;
+  for (int b = b_first; b <= b_last; ++b) {
+    asm volatile("" ::: "memory");
+    const PwRun r = pw_run<NN>(b, u_begin, u_end, split_n, context_lens, flags, limit);
+    const i64 row0 = (i64)b * NN;
+    if (clean)  // this block's units of b: their share of b's -inf fill, 16 consumer warps per unit
+      for (int s = r.s_lo; s <= r.s_hi; ++s)
+        fill_row_tails<NN>(out, row0, out_row_stride, r.len_max, max_context_len, s * 4 * PW_GROUPS + warp,
+                           split_n * 4 * PW_GROUPS, lane);
+    if (r.tile_end <= r.tile_begin) continue;  // block-uniform
+    // b's Q in, and every warpgroup past the previous run (the other buffer's last reads)
+    cp_async_wait_groups<0>();
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("bar.sync %0, %1;" ::"n"(PW_BAR), "n"(PW_CONSUMERS) : "memory");
+    {
+      const int b_next = next_busy(b);
+      if (b_next <= b_last) stage(b_next, parity ^ 1);
+    }
+    const uint32_t q0 = q_all + parity * Q_BYTES;
+    const float* const w_run = w_s + parity * NN * H;
+    const int first = r.tile_begin + group;
+    const int n_mine = first < r.tile_end ? (r.tile_end - first + PW_GROUPS - 1) / PW_GROUPS : 0;
+    if (n_mine > 0) {  // warpgroup-uniform
+      int len_min = r.len[0];
+#pragma unroll
+      for (int j = 1; j < NN; ++j) len_min = min(len_min, r.len[j]);
+      constexpr bool PEEL = PIPE ? (bool)PAGED_TMA_PIPE_PEEL : pt_peel<H>();
+      const int t_int = len_min / TILE;  // tiles below it lie inside every row
+      const int n_int = PEEL && t_int > first ? min((t_int - first + PW_GROUPS - 1) / PW_GROUPS, n_mine) : 0;
+      const int i_begin = i_ring;
+      auto wait_full = [&](int i) { pt_wait_full<S>(full0, i); };
+      auto scales = [&](int i) {
+        return pt_tile_scales<S>(s_s + group * S * TILE, i, first + PW_GROUPS * (i - i_begin), wwarp, gid);
+      };
+      auto release = [&](int i) { pt_release<S>(empty0, i); };
+      auto issue = [&](float (&acc)[NACC], int i, int chunk) { pt_issue<H, D, NN, S>(acc, ring0, q0, i, chunk); };
+      // (b's first output row as the base, row0 0: the 64-bit row product is then not redone per tile)
+      float* const out_b = out + row0 * out_row_stride;
+      auto reduce = [&](float (&acc)[NACC], int, const TileOut& t, bool interior) {
+        fence_regs(acc);
+        if (interior)
+          head_reduce_store<H, NN, NN, true>(acc, 0, w_run, out_b, 0, out_row_stride, t, r.len, r.len_max, wwarp,
+                                             gid, tig, clean);
+        else
+          head_reduce_store<H, NN, NN>(acc, 0, w_run, out_b, 0, out_row_stride, t, r.len, r.len_max, wwarp, gid,
+                                       tig, clean);
+      };
+      pt_consume_tiles<PIPE, 1>(acc0, acc1, i_begin, i_begin + n_mine, i_begin + n_int, wait_full, issue, scales,
+                                release, reduce);
+      i_ring += n_mine;
+    }
+    parity ^= 1;
+  }
+  if constexpr (PAGED_TMA_WG4_REGS > 0) pt_exit();
+}
