@@ -192,10 +192,24 @@ __host__ __device__ constexpr bool pair_reduce() {
   return PAGED_PAIR_REDUCE != 0 && NR % 2 == 0 && NN % 2 == 0 &&
          (PAGED_PAIR_REDUCE == 1 || NR * H <= PAGED_PIPE_MAX_N || (PAGED_PAIR_REDUCE == 2 && !INTERIOR));
 }
+// The weights of query row r at this lane's heads 8 j + 2 tig, + 1: from shared memory ([rows][H] float32), or from
+// registers (WeightRegs: the experiment form kernels/sm90/paged_tma_wg4.cuh, PAGED_TMA_WG4_WREGS).
+template <int H>
+__device__ __forceinline__ float2 weight_pair(const float* w_s, int r, int j, int tig) {
+  return *reinterpret_cast<const float2*>(w_s + r * H + 8 * j + 2 * tig);
+}
+template <int H, int NR>
+struct WeightRegs {
+  float2 v[NR][H / 8];
+};
+template <int H, int NR>
+__device__ __forceinline__ float2 weight_pair(const WeightRegs<H, NR>& w, int r, int j, int) {
+  return w.v[r][j];
+}
 // INTERIOR: the caller knows every key of the tile is inside every row's valid range (PAGED_TMA_PEEL), so the stores
 // need no length tests.
-template <int H, int NR, int NN, bool INTERIOR = false>
-__device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int r0, const float* w_s,
+template <int H, int NR, int NN, bool INTERIOR = false, typename Weights = const float*>
+__device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int r0, const Weights& w_s,
                                                   float* __restrict__ out, i64 row0, i64 out_row_stride,
                                                   const TileOut& t, const int (&len)[MAX_NEXT_N], int len_max,
                                                   int warp, int gid, int tig, bool clean) {
@@ -210,7 +224,7 @@ __device__ __forceinline__ void head_reduce_store(float (&acc)[NR * H / 2], int 
     float p0 = 0.0f, p1 = 0.0f;
 #pragma unroll
     for (int j = 0; j < H / 8; ++j) {
-      const float2 w = *reinterpret_cast<const float2*>(w_s + r * H + 8 * j + 2 * tig);
+      const float2 w = weight_pair<H>(w_s, r, j, tig);
       const int a = i * (H / 2) + 4 * j;
       p0 = fmaf(relu(a + 0), w.x, p0);
       p0 = fmaf(relu(a + 1), w.y, p0);

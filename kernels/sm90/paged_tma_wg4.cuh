@@ -40,6 +40,11 @@ constexpr int PW_BAR = 2;                                        // named barrie
 #ifndef PW_PRODUCER_REGS
 #define PW_PRODUCER_REGS 24
 #endif
+// PAGED_TMA_WG4_WREGS 1 (with PAGED_TMA_WG4_REGS): each lane holds its 2 next_n H / 8 weight pairs in registers, read
+// once per run (DeepGEMM's form), so the tile loop has no weight loads.
+#ifndef PAGED_TMA_WG4_WREGS
+#define PAGED_TMA_WG4_WREGS 0
+#endif
 static_assert(PAGED_TMA_WG4_REGS == 0 ||
                   (PAGED_TMA_WG4_REGS % 8 == 0 && PW_CONSUMERS * (PAGED_TMA_WG4_REGS - 96) <=
                                                       PW_GROUPS * WARP * (96 - PW_PRODUCER_REGS)),
@@ -199,14 +204,13 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
         fill_row_tails<NN>(out, row0, out_row_stride, r.len_max, max_context_len, s * 4 * PW_GROUPS + warp,
                            split_n * 4 * PW_GROUPS, lane);
     if (r.tile_end <= r.tile_begin) continue;  // block-uniform
+    // (the next run's lengths read before the waits below: their latency hides behind them)
+    const int b_next = next_busy(b);
     // b's Q in, and every warpgroup past the previous run (the other buffer's last reads)
     cp_async_wait_groups<0>();
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("bar.sync %0, %1;" ::"n"(PW_BAR), "n"(PW_CONSUMERS) : "memory");
-    {
-      const int b_next = next_busy(b);
-      if (b_next <= b_last) stage(b_next, parity ^ 1);
-    }
+    if (b_next <= b_last) stage(b_next, parity ^ 1);
     const uint32_t q0 = q_all + parity * Q_BYTES;
     const float* const w_run = w_s + parity * NN * H;
     const int first = r.tile_begin + group;
@@ -227,17 +231,29 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
       auto issue = [&](float (&acc)[NACC], int i, int chunk) { pt_issue<H, D, NN, S>(acc, ring0, q0, i, chunk); };
       // (b's first output row as the base, row0 0: the 64-bit row product is then not redone per tile)
       float* const out_b = out + row0 * out_row_stride;
-      auto reduce = [&](float (&acc)[NACC], int, const TileOut& t, bool interior) {
-        fence_regs(acc);
-        if (interior)
-          head_reduce_store<H, NN, NN, true>(acc, 0, w_run, out_b, 0, out_row_stride, t, r.len, r.len_max, wwarp,
-                                             gid, tig, clean);
-        else
-          head_reduce_store<H, NN, NN>(acc, 0, w_run, out_b, 0, out_row_stride, t, r.len, r.len_max, wwarp, gid,
-                                       tig, clean);
+      auto consume = [&](const auto& w) {
+        auto reduce = [&](float (&acc)[NACC], int, const TileOut& t, bool interior) {
+          fence_regs(acc);
+          if (interior)
+            head_reduce_store<H, NN, NN, true>(acc, 0, w, out_b, 0, out_row_stride, t, r.len, r.len_max, wwarp, gid,
+                                               tig, clean);
+          else
+            head_reduce_store<H, NN, NN>(acc, 0, w, out_b, 0, out_row_stride, t, r.len, r.len_max, wwarp, gid, tig,
+                                         clean);
+        };
+        pt_consume_tiles<PIPE, 1>(acc0, acc1, i_begin, i_begin + n_mine, i_begin + n_int, wait_full, issue, scales,
+                                  release, reduce);
       };
-      pt_consume_tiles<PIPE, 1>(acc0, acc1, i_begin, i_begin + n_mine, i_begin + n_int, wait_full, issue, scales,
-                                release, reduce);
+      if constexpr (PAGED_TMA_WG4_WREGS) {
+        WeightRegs<H, NN> wr;
+#pragma unroll
+        for (int rr = 0; rr < NN; ++rr)
+#pragma unroll
+          for (int j = 0; j < H / 8; ++j) wr.v[rr][j] = weight_pair<H>(w_run, rr, j, tig);
+        consume(wr);
+      } else {
+        consume(w_run);
+      }
       i_ring += n_mine;
     }
     parity ^= 1;
