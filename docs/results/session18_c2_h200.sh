@@ -5,7 +5,7 @@
 # next run's lengths read before the run's waits) and .v/r112 = ... -DPAGED_TMA_WG4=1 -DPAGED_TMA_WG4_REGS=112 (D = 128,
 # call 1's r112 with the lengths moved).
 #   bash docs/results/session18_c2_h200.sh      # results: $OUT/session18_c2.tgz
-# smoke, the tma sweep of wra three ways, the A/B main / wra / r112 twice, then ncu of wra and DeepGEMM at 64 x 32768
+# smoke, the tma sweep of wra three ways, the A/B main / wra / r112 twice, the ragged A/B main / wra twice, then ncu of wra and DeepGEMM at 64 x 32768
 # H 64 next_n 2 (SourceCounters: per-instruction stalls).
 set -u
 RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
@@ -19,7 +19,8 @@ grep -q '^rc=0' "$OUT/smoke.log" || { echo "smoke failed"; pack; exit 1; }
 TAIL=6 run_step sweep_wra 120 env RAWINDEXER_KERNEL_DIR=$W python3 tests/gpu/test_paged_gpu.py --design tma
 TAIL=4 run_step sweep_wra_p4 45 env RAWINDEXER_KERNEL_DIR=$W python3 tests/gpu/test_paged_gpu.py --quick --design tma --split 5 --persistent-grid 4
 TAIL=4 run_step sweep_wra_p2 45 env RAWINDEXER_KERNEL_DIR=$W python3 tests/gpu/test_paged_gpu.py --quick --design tma --split 1 --persistent-grid 2
-AB_CHILD_S=90 TAIL=24 run_step ab 300 python3 bench/paged_ab.py main=$K wra=$W r112=$R main=$K wra=$W --cases wg4 --log "$OUT/ab.md"
+AB_CHILD_S=90 TAIL=24 run_step ab 240 python3 bench/paged_ab.py main=$K wra=$W r112=$R main=$K wra=$W --cases wg4 --log "$OUT/ab.md"
+AB_CHILD_S=90 TAIL=14 run_step ab_ragged 150 python3 bench/paged_ab.py main=$K wra=$W main=$K wra=$W --cases wg4 --ragged --log "$OUT/ab_ragged.md"
 NCU_BIN=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 SECTIONS="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SourceCounters"
 prof() {  # $1 = name, $2 = kernel regex, rest: bench/paged_profile.py arguments
