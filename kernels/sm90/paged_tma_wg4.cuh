@@ -63,7 +63,7 @@ __host__ __device__ constexpr bool pw_form() {
 
 // One b's share of a block's units: its splits [s_lo, s_hi] and their tiles [tile_begin, tile_end).
 struct PwRun {
-  int s_lo, s_hi, len_max, tile_begin, tile_end;
+  int s_lo, s_hi, len_max, tiles, tile_begin, tile_end;  // tiles: all of b's
   int len[MAX_NEXT_N];
 };
 
@@ -74,10 +74,87 @@ __device__ __forceinline__ PwRun pw_run(int b, int u_begin, int u_end, int split
   r.s_lo = max(u_begin - b * split_n, 0);
   r.s_hi = min(u_end - 1 - b * split_n, split_n - 1);
   r.len_max = row_lengths<NN>(r.len, context_lens, b, flags, limit);
-  const int tiles = (r.len_max + TILE - 1) / TILE;
-  r.tile_begin = (int)((i64)tiles * r.s_lo / split_n);
-  r.tile_end = (int)((i64)tiles * (r.s_hi + 1) / split_n);
+  r.tiles = (r.len_max + TILE - 1) / TILE;
+  r.tile_begin = (int)((i64)r.tiles * r.s_lo / split_n);
+  r.tile_end = (int)((i64)r.tiles * (r.s_hi + 1) / split_n);
   return r;
+}
+
+// PAGED_TMA_WG4_BALANCED 1: block c takes tiles [T c / G, T (c + 1) / G) of the T tiles of the whole batch in b-major
+// order (DeepGEMM's balance, computed by every block from context_lens instead of by a metadata kernel), and fills the
+// -inf tails of the sequences [B c / G, B (c + 1) / G). split_n is not read. A run of b is then the intersection of
+// [p_b, p_b + tiles_b) (p_b: the tiles of the sequences before b) with the block's range.
+#ifndef PAGED_TMA_WG4_BALANCED
+#define PAGED_TMA_WG4_BALANCED 0
+#endif
+template <int NN>
+__device__ __forceinline__ PwRun pw_run_balanced(int b, int p, int t0, int t1, const int* __restrict__ context_lens,
+                                                 int flags, i64 limit) {
+  PwRun r;
+  r.s_lo = 0;
+  r.s_hi = -1;  // no units: the fill is per sequence range
+  r.len_max = row_lengths<NN>(r.len, context_lens, b, flags, limit);
+  r.tiles = (r.len_max + TILE - 1) / TILE;
+  r.tile_begin = min(max(t0 - p, 0), r.tiles);
+  r.tile_end = max(min(t1 - p, r.tiles), r.tile_begin);
+  return r;
+}
+
+// Sum of v over the block's 640 threads, for every thread. red: one int per warp of shared memory.
+__device__ __forceinline__ int pw_block_sum(int v, int* red, int lane, int warp) {
+#pragma unroll
+  for (int d = WARP / 2; d; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  int t = lane < PW_THREADS / WARP ? red[lane] : 0;
+#pragma unroll
+  for (int d = WARP / 2; d; d >>= 1) t += __shfl_xor_sync(0xffffffffu, t, d);
+  __syncthreads();
+  return t;
+}
+
+// Block c's tile range [t0, t1) of the batch's T tiles, and the first sequence b_lo with tiles in it and p_lo, the
+// tiles before b_lo (b_lo = batch where the range is empty). Two passes over context_lens by all 640 threads: the
+// total, then an exclusive scan in chunks of 640 sequences until the one holding tile t0.
+template <int NN>
+__device__ __forceinline__ void pw_balance(int batch, const int* __restrict__ context_lens, int flags, i64 limit,
+                                           int tid, int lane, int warp, int& t0, int& t1, int& b_lo, int& p_lo) {
+  __shared__ int red[PW_THREADS / WARP];
+  __shared__ int found[2];
+  auto tiles_of = [&](int b) {
+    int len[MAX_NEXT_N];
+    return b < batch ? (row_lengths<NN>(len, context_lens, b, flags, limit) + TILE - 1) / TILE : 0;
+  };
+  int mine = 0;
+  for (int b = tid; b < batch; b += PW_THREADS) mine += tiles_of(b);
+  if (tid == 0) found[0] = batch, found[1] = 0;
+  const i64 total = pw_block_sum(mine, red, lane, warp);
+  t0 = (int)(total * blockIdx.x / gridDim.x);
+  t1 = (int)(total * (blockIdx.x + 1) / gridDim.x);
+  int carry = 0;
+  for (int base = 0; base < batch && t0 < t1; base += PW_THREADS) {
+    const int x = tiles_of(base + tid);
+    int incl = x;
+#pragma unroll
+    for (int d = 1; d < WARP; d <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += y;
+    }
+    if (lane == WARP - 1) red[warp] = incl;
+    __syncthreads();
+    int before = 0, chunk = 0;
+    for (int w = 0; w < PW_THREADS / WARP; ++w) {
+      before += w < warp ? red[w] : 0;
+      chunk += red[w];
+    }
+    const int excl = carry + before + incl - x;
+    if (x > 0 && excl <= t0 && t0 < excl + x) found[0] = base + tid, found[1] = excl;
+    __syncthreads();
+    if (found[0] < batch) break;  // block-uniform (read after the barrier)
+    carry += chunk;
+  }
+  b_lo = found[0];
+  p_lo = found[1];
 }
 
 // Producer warp of one warpgroup: tiles tile_first, tile_first + PW_GROUPS, ... < tile_end of b's table row into
@@ -142,10 +219,34 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
   const uint32_t full0 = full_all + 8 * S * group, empty0 = empty_all + 8 * S * group;
   const bool clean = flags & FLAG_CLEAN_LOGITS;
   const i64 limit = min((i64)max_context_len, (i64)max_blocks * TILE);
-  const i64 units = (i64)max(batch, 0) * split_n;
-  const int u_begin = (int)(units * blockIdx.x / gridDim.x), u_end = (int)(units * (blockIdx.x + 1) / gridDim.x);
-  if (u_begin >= u_end) return;  // block-uniform
-  const int b_first = u_begin / split_n, b_last = (u_end - 1) / split_n;
+  constexpr bool BAL = PAGED_TMA_WG4_BALANCED;
+  // The block's runs in b order, as a cursor (b, p): units form, b in [b_first, b_last] (p unused); balanced form,
+  // from (b_lo, p_lo) while p < t1, p the tiles of the sequences before b.
+  int b_first = 0, b_last = -1, u_begin = 0, u_end = 0, t0 = 0, t1 = 0, p_first = 0;
+  if constexpr (BAL) {
+    pw_balance<NN>(max(batch, 0), context_lens, flags, limit, tid, lane, warp, t0, t1, b_first, p_first);
+  } else {
+    const i64 units = (i64)max(batch, 0) * split_n;
+    u_begin = (int)(units * blockIdx.x / gridDim.x);
+    u_end = (int)(units * (blockIdx.x + 1) / gridDim.x);
+    if (u_begin >= u_end) return;  // block-uniform
+    b_first = u_begin / split_n;
+    b_last = (u_end - 1) / split_n;
+  }
+  // (the schedule's bounds kept in shared memory and read at each run, not held in registers across the tile loop:
+  // held, they cost the balanced form's consumers 224-272 bytes of spills, 5 of them in the tile loop)
+  __shared__ int pw_sched[3];
+  if (tid == 0) {
+    pw_sched[0] = BAL ? t0 : u_begin;
+    pw_sched[1] = BAL ? t1 : u_end;
+    pw_sched[2] = BAL ? batch : b_last;
+  }
+  auto sched = [&](int k) { return reinterpret_cast<volatile int*>(pw_sched)[k]; };
+  auto run_at = [&](int b, int p) {
+    return BAL ? pw_run_balanced<NN>(b, p, sched(0), sched(1), context_lens, flags, limit)
+               : pw_run<NN>(b, sched(0), sched(1), split_n, context_lens, flags, limit);
+  };
+  auto more = [&](int b, int p) { return BAL ? p < sched(1) && b < sched(2) : b <= sched(2); };
 
   if (tid < PW_GROUPS) pt_init_ring<S>(full_all + 8 * S * tid, empty_all + 8 * S * tid);
   __syncthreads();
@@ -155,10 +256,11 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
       asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PW_PRODUCER_REGS) : "memory");
     if (lane == 0) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&kv_map)) : "memory");
     int i = 0;
-    for (int b = b_first; b <= b_last; ++b) {
-      const PwRun r = pw_run<NN>(b, u_begin, u_end, split_n, context_lens, flags, limit);
+    for (int b = b_first, p = p_first; more(b, p); ++b) {
+      const PwRun r = run_at(b, p);
       i += pw_produce_tiles<D, S>(block_table + (i64)b * max_blocks, r.tile_begin + group, r.tile_end, i, lane,
                                   kv_cache, kv_map, ring0, s0, full0, empty0);
+      p += r.tiles;
     }
     if constexpr (PAGED_TMA_WG4_REGS > 0) pt_exit();
     return;
@@ -177,13 +279,14 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
       cp_async4_zfill(w_all + 4 * (buf * NN * H + c), weights + (i64)b * NN * H + c, 4u);
     cp_async_commit_group();
   };
-  // the next b after `b` (<= b_last) whose run has tiles, or b_last + 1
-  auto next_busy = [&](int b) {
-    for (++b; b <= b_last; ++b) {
-      const PwRun r = pw_run<NN>(b, u_begin, u_end, split_n, context_lens, flags, limit);
-      if (r.tile_end > r.tile_begin) break;
+  // the first b at or after cursor (b, p) whose run has tiles, or -1
+  auto next_busy = [&](int b, int p) {
+    for (; more(b, p); ++b) {
+      const PwRun r = run_at(b, p);
+      if (r.tile_end > r.tile_begin) return b;
+      p += r.tiles;
     }
-    return b;
+    return -1;
   };
 
   float acc0[NACC], acc1[PIPE ? NACC : 1];
@@ -192,25 +295,37 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
 #pragma unroll
   for (int k = 0; k < (PIPE ? NACC : 1); ++k) acc1[k] = 0.0f;
 
-  int b_staged = next_busy(b_first - 1);
-  if (b_staged <= b_last) stage(b_staged, 0);
+  {
+    const int b_staged = next_busy(b_first, p_first);
+    if (b_staged >= 0) stage(b_staged, 0);
+  }
+  if (BAL && clean) {  // the balanced form's -inf fill: whole sequences [B c / G, B (c + 1) / G), 16 warps each
+    const int f_begin = (int)((i64)batch * blockIdx.x / gridDim.x);
+    const int f_end = (int)((i64)batch * (blockIdx.x + 1) / gridDim.x);
+    for (int b = f_begin; b < f_end; ++b) {
+      int len[MAX_NEXT_N];
+      const int len_max = row_lengths<NN>(len, context_lens, b, flags, limit);
+      fill_row_tails<NN>(out, (i64)b * NN, out_row_stride, len_max, max_context_len, warp, 4 * PW_GROUPS, lane);
+    }
+  }
   int parity = 0, i_ring = 0;
-  for (int b = b_first; b <= b_last; ++b) {
+  for (int b = b_first, p = p_first; more(b, p); ++b) {
     asm volatile("" ::: "memory");
-    const PwRun r = pw_run<NN>(b, u_begin, u_end, split_n, context_lens, flags, limit);
+    const PwRun r = run_at(b, p);
+    p += r.tiles;
     const i64 row0 = (i64)b * NN;
-    if (clean)  // this block's units of b: their share of b's -inf fill, 16 consumer warps per unit
+    if (clean)  // units form: this block's units of b, their share of b's -inf fill, 16 consumer warps per unit
       for (int s = r.s_lo; s <= r.s_hi; ++s)
         fill_row_tails<NN>(out, row0, out_row_stride, r.len_max, max_context_len, s * 4 * PW_GROUPS + warp,
                            split_n * 4 * PW_GROUPS, lane);
     if (r.tile_end <= r.tile_begin) continue;  // block-uniform
     // (the next run's lengths read before the waits below: their latency hides behind them)
-    const int b_next = next_busy(b);
+    const int b_next = next_busy(b + 1, p);
     // b's Q in, and every warpgroup past the previous run (the other buffer's last reads)
     cp_async_wait_groups<0>();
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("bar.sync %0, %1;" ::"n"(PW_BAR), "n"(PW_CONSUMERS) : "memory");
-    if (b_next <= b_last) stage(b_next, parity ^ 1);
+    if (b_next >= 0) stage(b_next, parity ^ 1);
     const uint32_t q0 = q_all + parity * Q_BYTES;
     const float* const w_run = w_s + parity * NN * H;
     const int first = r.tile_begin + group;
