@@ -38,7 +38,7 @@ constexpr int PW_BAR = 2;                                        // named barrie
 #define PAGED_TMA_WG4_REGS 0
 #endif
 #ifndef PW_PRODUCER_REGS
-#define PW_PRODUCER_REGS 24
+#define PW_PRODUCER_REGS 32
 #endif
 // PAGED_TMA_WG4_WREGS 1 (with PAGED_TMA_WG4_REGS): each lane holds its 2 next_n H / 8 weight pairs in registers, read
 // once per run (DeepGEMM's form), so the tile loop has no weight loads.
