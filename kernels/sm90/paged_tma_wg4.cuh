@@ -61,6 +61,21 @@ __host__ __device__ constexpr bool pw_form() {
   return PAGED_TMA_WG4 && H * NN > PAGED_TMA_PIPE_MAX_N && H * NN <= 128;
 }
 
+// A float of shared memory by its shared-space address (volatile: it stays after the full-barrier wait before it).
+__device__ __forceinline__ float pw_lds(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
+  return v;
+}
+
+// A warp-uniform pointer, marked as such for ptxas (lane 0's value through a shuffle).
+template <typename T>
+__device__ __forceinline__ T* pw_uniform(T* p) {
+  const uint64_t v = reinterpret_cast<uint64_t>(p);
+  const uint32_t lo = __shfl_sync(0xffffffffu, (uint32_t)v, 0), hi = __shfl_sync(0xffffffffu, (uint32_t)(v >> 32), 0);
+  return reinterpret_cast<T*>(((uint64_t)hi << 32) | lo);
+}
+
 // One b's share of a block's units: its splits [s_lo, s_hi] and their tiles [tile_begin, tile_end).
 struct PwRun {
   int s_lo, s_hi, len_max, tiles, tile_begin, tile_end;  // tiles: all of b's
@@ -197,18 +212,15 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
   constexpr bool PIPE = PAGED_PIPELINE && NC <= PAGED_TMA_PIPE_MAX_N;
   constexpr uint32_t K_STAGE = TILE * D, Q_BYTES = NN * H * D;
 
+  // Shared-space addresses only: the scales are read by ld.shared (pw_lds), so no generic pointer into shared memory
+  // lives across the tile loop (with them, ptxas rebuilt the CTA's shared window base every tile).
   extern __shared__ u8 pt_raw[];
   const uint32_t raw0 = (uint32_t)__cvta_generic_to_shared(pt_raw);
-  u8* const base = pt_raw + ((PT_ALIGN - raw0 % PT_ALIGN) % PT_ALIGN);
-  u8* const q_s = base + PW_GROUPS * S * K_STAGE;                                 // [2][NN H][D], swizzled
-  float* const s_s = reinterpret_cast<float*>(q_s + 2 * Q_BYTES);                // [4][S][64]
-  float* const w_s = s_s + PW_GROUPS * S * TILE;                                  // [2][NN H]
-  uint64_t* const bars = reinterpret_cast<uint64_t*>(w_s + 2 * NN * H);           // full [4][S], empty [4][S]
-  const uint32_t ring_all = (uint32_t)__cvta_generic_to_shared(base);
-  const uint32_t q_all = (uint32_t)__cvta_generic_to_shared(q_s);
-  const uint32_t s_all = (uint32_t)__cvta_generic_to_shared(s_s);
-  const uint32_t w_all = (uint32_t)__cvta_generic_to_shared(w_s);
-  const uint32_t full_all = (uint32_t)__cvta_generic_to_shared(bars), empty_all = full_all + 8 * PW_GROUPS * S;
+  const uint32_t ring_all = raw0 + (PT_ALIGN - raw0 % PT_ALIGN) % PT_ALIGN;  // [4][S][64 D], swizzled
+  const uint32_t q_all = ring_all + PW_GROUPS * S * K_STAGE;                // [2][NN H][D], swizzled
+  const uint32_t s_all = q_all + 2 * Q_BYTES;                               // [4][S][64] f32
+  const uint32_t w_all = s_all + PW_GROUPS * S * TILE * 4;                  // [2][NN H] f32
+  const uint32_t full_all = w_all + 2 * NN * H * 4, empty_all = full_all + 8 * PW_GROUPS * S;
 
   const int tid = threadIdx.x;
   // (the warp index through a shuffle: ptxas then keeps it, and the ring addresses and descriptors derived from it,
@@ -327,7 +339,7 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
     asm volatile("bar.sync %0, %1;" ::"n"(PW_BAR), "n"(PW_CONSUMERS) : "memory");
     if (b_next >= 0) stage(b_next, parity ^ 1);
     const uint32_t q0 = q_all + parity * Q_BYTES;
-    const float* const w_run = w_s + parity * NN * H;
+    const uint32_t w_run = w_all + parity * NN * H * 4;
     const int first = r.tile_begin + group;
     const int n_mine = first < r.tile_end ? (r.tile_end - first + PW_GROUPS - 1) / PW_GROUPS : 0;
     if (n_mine > 0) {  // warpgroup-uniform
@@ -338,14 +350,32 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
       const int t_int = len_min / TILE;  // tiles below it lie inside every row
       const int n_int = PEEL && t_int > first ? min((t_int - first + PW_GROUPS - 1) / PW_GROUPS, n_mine) : 0;
       const int i_begin = i_ring;
-      auto wait_full = [&](int i) { pt_wait_full<S>(full0, i); };
-      auto scales = [&](int i) {
-        return pt_tile_scales<S>(s_s + group * S * TILE, i, first + PW_GROUPS * (i - i_begin), wwarp, gid);
+      // (i >= 0 told to the compiler: the slot and phase i % S, i / S then need no sign fix-up)
+      auto wait_full = [&](int i) {
+        __builtin_assume(i >= 0);
+        pt_wait_full<S>(full0, i);
       };
-      auto release = [&](int i) { pt_release<S>(empty0, i); };
-      auto issue = [&](float (&acc)[NACC], int i, int chunk) { pt_issue<H, D, NN, S>(acc, ring0, q0, i, chunk); };
+      auto scales = [&](int i) {
+        __builtin_assume(i >= 0);
+        TileOut t;
+        t.tile = first + PW_GROUPS * (i - i_begin);
+        const uint32_t a = s0 + 4 * ((i % S) * TILE + 16 * wwarp + gid);
+        t.sc0 = pw_lds(a);
+        t.sc1 = pw_lds(a + 32);
+        return t;
+      };
+      auto release = [&](int i) {
+        __builtin_assume(i >= 0);
+        pt_release<S>(empty0, i);
+      };
+      auto issue = [&](float (&acc)[NACC], int i, int chunk) {
+        __builtin_assume(i >= 0);
+        pt_issue<H, D, NN, S>(acc, ring0, q0, i, chunk);
+      };
       // (b's first output row as the base, row0 0: the 64-bit row product is then not redone per tile)
-      float* const out_b = out + row0 * out_row_stride;
+      // (through a shuffle, so ptxas sees it warp-uniform and keeps it in uniform registers: in vector registers
+      // at 112 it was rebuilt from the constant bank with 64-bit multiplies every tile)
+      float* const out_b = pw_uniform(out + row0 * out_row_stride);
       auto consume = [&](const auto& w) {
         auto reduce = [&](float (&acc)[NACC], int, const TileOut& t, bool interior) {
           fence_regs(acc);
@@ -364,10 +394,13 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
 #pragma unroll
         for (int rr = 0; rr < NN; ++rr)
 #pragma unroll
-          for (int j = 0; j < H / 8; ++j) wr.v[rr][j] = weight_pair<H>(w_run, rr, j, tig);
+          for (int j = 0; j < H / 8; ++j) {
+            const uint32_t a = w_run + 4 * (rr * H + 8 * j + 2 * tig);
+            wr.v[rr][j] = make_float2(pw_lds(a), pw_lds(a + 4));
+          }
         consume(wr);
       } else {
-        consume(w_run);
+        consume(reinterpret_cast<const float*>(pt_raw + (w_run - raw0)));
       }
       i_ring += n_mine;
     }
