@@ -172,6 +172,25 @@ __device__ __forceinline__ void pw_balance(int batch, const int* __restrict__ co
   p_lo = found[1];
 }
 
+// PAGED_TMA_WG4_SUSPEND_NS (0 = off): the producers' wait for a free slot as one try_wait with this suspend-time hint
+// in a PTX loop (DeepGEMM's producer sleeps there; ncu of call 2 counted our spin at ~67 try_wait rounds per tile,
+// ~16% of the block's issued instructions).
+#ifndef PAGED_TMA_WG4_SUSPEND_NS
+#define PAGED_TMA_WG4_SUSPEND_NS 0
+#endif
+__device__ __forceinline__ void pw_wait_free(uint32_t bar, uint32_t parity) {
+  if constexpr (PAGED_TMA_WG4_SUSPEND_NS == 0) {
+    mbar_wait(bar, parity);
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nPW_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
+        "@!p bra PW_WAIT;\n}\n" ::"r"(bar),
+        "r"(parity), "n"(PAGED_TMA_WG4_SUSPEND_NS)
+        : "memory");
+  }
+}
+
 // Producer warp of one warpgroup: tiles tile_first, tile_first + PW_GROUPS, ... < tile_end of b's table row into
 // ring tiles i0, i0 + 1, ... (pt_produce_tiles with a stride). Returns the number of tiles.
 template <int D, int S>
@@ -188,7 +207,7 @@ __device__ __forceinline__ int pw_produce_tiles(const int* table_row, int tile_f
       const int block = __shfl_sync(0xffffffffu, mine, j);
       const int i = i0 + k0 + j, stage = i % S;
       if (lane == 0) {
-        if (i >= S) mbar_wait(empty0 + 8 * stage, ((i / S) - 1) & 1);
+        if (i >= S) pw_wait_free(empty0 + 8 * stage, ((i / S) - 1) & 1);
         mbar_arrive_expect_tx(full0 + 8 * stage, TX_BYTES);
         pt_tma_block(ring0 + stage * K_STAGE, &kv_map, block, full0 + 8 * stage);
         bulk_copy_g2s(s0 + stage * TILE * 4, kv_cache + (i64)block * BLOCK_BYTES + (i64)TILE * D, TILE * 4,
