@@ -12,7 +12,7 @@ RES=${OUT:-/tmp/device_out}; mkdir -p "$RES"
 OUT=/tmp/session18_c3; rm -rf "$OUT"
 source docs/results/device_common.sh   # step, run_step, pack
 PACK=$RES/session18_c3.tgz
-DEADLINE=${DEADLINE:-480}
+DEADLINE=${DEADLINE:-420}
 W=$PWD/.v/wre; WS=$PWD/.v/wres; K=rawindexer/_kernels
 run_step smoke 40 bash -c "RAWINDEXER_KERNEL_DIR=$W python3 bench/paged_profile.py --impl tma --batch 8 --context 4096 --next-n 2 --heads 64 && RAWINDEXER_KERNEL_DIR=$WS python3 bench/paged_profile.py --impl tma --batch 8 --context 4096 --next-n 2 --heads 64"
 grep -q '^rc=0' "$OUT/smoke.log" || { echo "smoke failed"; pack; exit 1; }
