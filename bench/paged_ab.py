@@ -80,6 +80,9 @@ CASES_WG4 = [
     (8, 32768, 2, 64), (1, 131072, 2, 64), (64, 32768, 1, 64),
 ]
 
+# --cases wg4short: its three large N = 128 cases (a short call)
+CASES_WG4_SHORT = CASES_WG4[:3]
+
 # --cases power: the longest calls of the brief's grid, where the card runs at its power cap (session 17)
 CASES_POWER = [
     (256, 131072, 2, 64), (64, 131072, 2, 64), (256, 32768, 2, 64), (64, 32768, 2, 64), (256, 131072, 1, 64),
@@ -90,6 +93,7 @@ CASES_POWER = [
 def case_set(name: str) -> list:
     return {"decode6": CASES_DECODE6, "decode7": CASES_DECODE7, "split": CASES_SPLIT, "spec": CASES_SPEC,
             "h64n2": CASES_H64N2, "power": CASES_POWER, "n128short": CASES_N128_SHORT, "wg4": CASES_WG4,
+            "wg4short": CASES_WG4_SHORT,
             "n128": [c for c in CASES if c[2] * c[3] == 128]}.get(name, CASES)
 
 

@@ -76,6 +76,10 @@ __device__ __forceinline__ T* pw_uniform(T* p) {
   return reinterpret_cast<T*>(((uint64_t)hi << 32) | lo);
 }
 
+__device__ __forceinline__ int pw_uniform(int v) {
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
 // One b's share of a block's units: its splits [s_lo, s_hi] and their tiles [tile_begin, tile_end).
 struct PwRun {
   int s_lo, s_hi, len_max, tiles, tile_begin, tile_end;  // tiles: all of b's
@@ -272,7 +276,11 @@ __device__ __forceinline__ void paged_tma_wg4_body(const u8* __restrict__ q, con
     pw_sched[1] = BAL ? t1 : u_end;
     pw_sched[2] = BAL ? batch : b_last;
   }
-  auto sched = [&](int k) { return reinterpret_cast<volatile int*>(pw_sched)[k]; };
+  // (values read from shared memory are not known warp-uniform to ptxas; through pw_uniform the run's tile range and
+  // everything derived from it stay in uniform registers)
+  auto sched = [&](int k) { return pw_uniform(reinterpret_cast<volatile int*>(pw_sched)[k]); };
+  b_first = pw_uniform(b_first);
+  p_first = pw_uniform(p_first);
   auto run_at = [&](int b, int p) {
     return BAL ? pw_run_balanced<NN>(b, p, sched(0), sched(1), context_lens, flags, limit)
                : pw_run<NN>(b, sched(0), sched(1), split_n, context_lens, flags, limit);
