@@ -31,19 +31,21 @@ constexpr int PW_GROUPS = 4;
 constexpr int PW_CONSUMERS = PW_GROUPS * PT_CONSUMERS;           // 512
 constexpr int PW_THREADS = PW_CONSUMERS + PW_GROUPS * WARP;      // 640
 constexpr int PW_BAR = 2;                                        // named barrier of the 512 consumer threads
+// The defaults below are the form measured best (session 18 call 4, `wreb`): 112 registers, the weights in registers,
+// the balanced schedule; each can be set to 0 for the earlier forms.
 // PAGED_TMA_WG4_REGS R (0 = off): the block's 96 registers per thread re-dealt by setmaxnreg, the producer warpgroup
 // (warps 16-19) down to PW_PRODUCER_REGS, the consumers up to R; the pool is 640 x 96, so 512 (R - 96) <= 128 (96 -
 // PW_PRODUCER_REGS). Each region ends in its own exit (pt_exit): a join would be allocated at the entry count.
 #ifndef PAGED_TMA_WG4_REGS
-#define PAGED_TMA_WG4_REGS 0
+#define PAGED_TMA_WG4_REGS 112
 #endif
 #ifndef PW_PRODUCER_REGS
 #define PW_PRODUCER_REGS 32
 #endif
-// PAGED_TMA_WG4_WREGS 1 (with PAGED_TMA_WG4_REGS): each lane holds its 2 next_n H / 8 weight pairs in registers, read
+// PAGED_TMA_WG4_WREGS 1 (with PAGED_TMA_WG4_REGS; 0 = the weights from shared memory per tile): each lane holds its 2 next_n H / 8 weight pairs in registers, read
 // once per run (DeepGEMM's form), so the tile loop has no weight loads.
 #ifndef PAGED_TMA_WG4_WREGS
-#define PAGED_TMA_WG4_WREGS 0
+#define PAGED_TMA_WG4_WREGS 1
 #endif
 static_assert(PAGED_TMA_WG4_REGS == 0 ||
                   (PAGED_TMA_WG4_REGS % 8 == 0 && PW_CONSUMERS * (PAGED_TMA_WG4_REGS - 96) <=
@@ -99,12 +101,13 @@ __device__ __forceinline__ PwRun pw_run(int b, int u_begin, int u_end, int split
   return r;
 }
 
-// PAGED_TMA_WG4_BALANCED 1: block c takes tiles [T c / G, T (c + 1) / G) of the T tiles of the whole batch in b-major
+// PAGED_TMA_WG4_BALANCED 1 (0 = the persistent form's (b, split) units, b-major: unbalanced for ragged lengths):
+// block c takes tiles [T c / G, T (c + 1) / G) of the T tiles of the whole batch in b-major
 // order (DeepGEMM's balance, computed by every block from context_lens instead of by a metadata kernel), and fills the
 // -inf tails of the sequences [B c / G, B (c + 1) / G). split_n is not read. A run of b is then the intersection of
 // [p_b, p_b + tiles_b) (p_b: the tiles of the sequences before b) with the block's range.
 #ifndef PAGED_TMA_WG4_BALANCED
-#define PAGED_TMA_WG4_BALANCED 0
+#define PAGED_TMA_WG4_BALANCED 1
 #endif
 template <int NN>
 __device__ __forceinline__ PwRun pw_run_balanced(int b, int p, int t0, int t1, const int* __restrict__ context_lens,
