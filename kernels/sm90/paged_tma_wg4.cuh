@@ -9,9 +9,12 @@
 // TMA warp per math warpgroup with its own ring, Q shared by the four.
 //
 // Block = four consumer warpgroups (warps 0-15) + four producer warps (16-19; warp 16 + g feeds warpgroup g), 640
-// threads, one block per SM, grid = SMs (the persistent argument list: `batch` last). Block c takes the (b, split)
-// units [U c / G, U (c + 1) / G) of U = batch x split_n, b-major; the units of one b it holds are one contiguous tile
-// range ("run"), whose tiles are dealt round-robin: tile run_begin + g + 4 k to warpgroup g.
+// threads, one block per SM, grid = SMs (the persistent argument list: `batch` last). Block c takes tiles
+// [T c / G, T (c + 1) / G) of the batch's T tiles in b-major order (PAGED_TMA_WG4_BALANCED, computed by every block
+// from context_lens; 0: the (b, split) units [U c / G, U (c + 1) / G)); the tiles it holds of one b are one
+// contiguous range ("run"), dealt round-robin: tile run_begin + g + 4 k to warpgroup g.
+//   * setmaxnreg: the producer warpgroup down to 32 registers, the consumers up to 112, each lane's weights held in
+//     registers (PAGED_TMA_WG4_REGS, PAGED_TMA_WG4_WREGS).
 //   * Each warpgroup has its own ring of PAGED_TMA_WG4_STAGES slots fed by its producer warp as pt_produce_tiles does,
 //     with a stride of four tiles; the slot and phase come from the warpgroup's running tile count.
 //   * Q and the weights are double-buffered: the 512 consumer threads stage run r + 1's by cp.async right after the
@@ -20,7 +23,7 @@
 //   * The consumer loop, the head reduce and the -inf fill are the shipped ones (pt_consume_tiles, head_reduce_store,
 //     fill_row_tails over the block's 16 consumer warps per unit).
 // Shared memory: rings [4][S][64 D] | Q [2][rows H D] | scales [4][S][64] | weights [2][rows H] | full [4][S],
-// empty [4][S] (+ 1024 alignment): rawindexer/paged_kernels.sm90_shared_bytes with consumers = 4.
+// empty [4][S] (+ 1024 alignment): rawindexer/paged_kernels.sm90_shared_bytes with groups = 4.
 // ===================================================================================================
 #pragma once
 
@@ -42,8 +45,8 @@ constexpr int PW_BAR = 2;                                        // named barrie
 #ifndef PW_PRODUCER_REGS
 #define PW_PRODUCER_REGS 32
 #endif
-// PAGED_TMA_WG4_WREGS 1 (with PAGED_TMA_WG4_REGS; 0 = the weights from shared memory per tile): each lane holds its 2 next_n H / 8 weight pairs in registers, read
-// once per run (DeepGEMM's form), so the tile loop has no weight loads.
+// PAGED_TMA_WG4_WREGS 1 (with PAGED_TMA_WG4_REGS; 0 = the weights from shared memory per tile): each lane holds its
+// 2 next_n H / 8 weight pairs in registers, read once per run (DeepGEMM's form), so the tile loop has no weight loads.
 #ifndef PAGED_TMA_WG4_WREGS
 #define PAGED_TMA_WG4_WREGS 1
 #endif
@@ -89,8 +92,8 @@ struct PwRun {
 };
 
 template <int NN>
-__device__ __forceinline__ PwRun pw_run(int b, int u_begin, int u_end, int split_n, const int* __restrict__ context_lens,
-                                        int flags, i64 limit) {
+__device__ __forceinline__ PwRun pw_run(int b, int u_begin, int u_end, int split_n,
+                                        const int* __restrict__ context_lens, int flags, i64 limit) {
   PwRun r;
   r.s_lo = max(u_begin - b * split_n, 0);
   r.s_hi = min(u_end - 1 - b * split_n, split_n - 1);
