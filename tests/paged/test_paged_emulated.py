@@ -276,6 +276,52 @@ def test_sm90_persistent_plan(tmp_path, rng):
         paged_sm90.PERSISTENT_MAX_GRID = old
 
 
+def test_sm90_four_warpgroup_plan(tmp_path, rng):
+    """The four-warpgroup experiment form of "tma" (kernels/sm90/paged_tma_wg4.cuh, PAGED_TMA_WG4: 640-thread kernels
+    at next_n x H = 96 / 128, the persistent argument list): the host reads the block's shape from the manifest's
+    max_threads, so such a kernel gets one block per SM, the shared memory of four rings and two Q / weight buffers,
+    and a grid of at most one block per SM; the other next_n keep the one-warpgroup block. Host only: a copy of the
+    built manifest with `batch` added and max_threads 640 on those kernels."""
+    import json
+    import shutil
+
+    from rawindexer import paged_kernels as pk
+    from rawindexer.dispatch import paged_sm90
+    from rawindexer.dispatch.base import KernelNotBuiltError
+    from rawindexer.dispatch.paged_gfx950 import PagedPointers, PagedProblem
+    from rawindexer.kernel_files import manifest_path
+
+    try:
+        paged_sm90.PagedSm90Family().target
+    except KernelNotBuiltError:
+        pytest.skip("sm_90a decode kernels not built (no nvcc)")
+    # four 4-slot rings of 64 x (128 + 4) bytes, two buffers of Q and weights (2 x 64 rows x (128 + 4)), 32 mbarriers
+    assert pk.sm90_shared_bytes(64, 128, 2, "tma", groups=4) == 4 * 4 * 64 * 132 + 2 * 2 * 64 * 132 + 16 * 16 + 1024
+    manifest = json.loads(manifest_path(None).read_text())
+    for entry in manifest["ops"][pk.OP]["sm_90a"]["kernels"].values():
+        if entry["params"]["design"] == "tma":
+            last = entry["args"][-1]
+            entry["args"].append({"name": "batch", "offset": last["offset"] + last["size"], "size": 4})
+            entry["kernarg_size"] = last["offset"] + last["size"] + 8
+            for nn, res in entry["resources_by_next_n"].items():
+                if 64 < entry["params"]["heads"] * int(nn) <= 128:
+                    res["max_threads"] = 4 * pk.SM90_TMA_THREADS
+    shutil.copy(manifest_path(None).parent / pk.TARGETS["sm_90a"].code_object, tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    family = paged_sm90.PagedSm90Family(tmp_path)
+    for _ in range(10):
+        batch, ctx = int(rng.integers(1, 300)), int(rng.integers(1, 200_000))
+        for heads, next_n in ((64, 2), (32, 4), (32, 3), (128, 1), (64, 1)):
+            p = PagedProblem(batch, next_n, heads, 128, 64, ctx, -(-ctx // 64), ctx, True, False, "e4m3fn", 4096)
+            plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma")
+            groups = 4 if 64 < heads * next_n <= 128 else 1
+            assert plan.block == (groups * pk.SM90_TMA_THREADS, 1, 1)
+            shared = pk.sm90_shared_bytes(heads, 128, next_n, "tma", groups)
+            assert plan.shared_mem == shared <= paged_sm90.SHARED_PER_SM
+            if groups == 4:
+                assert plan.config["slots"] == 132 and plan.grid == (min(batch * plan.config["split_n"], 132), 1, 1)
+
+
 @pytest.mark.parametrize("split_n,num_warps", [(1, 1), (3, 2), (2, 4)])
 def test_k_read_once_per_split(rng, split_n, num_warps):
     """Emulated global-load bytes equal the design's model: per workgroup with work, Q and weights once;
