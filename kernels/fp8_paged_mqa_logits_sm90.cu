@@ -569,3 +569,8 @@ PAGED_INSTANCES(INSTANTIATE_PAGED)
 #define PAGED_TMA_INSTANCES(X) X(64, 128)
 #endif
 PAGED_TMA_INSTANCES(INSTANTIATE_PAGED_TMA)
+// Design "tma4" (block size 64 only, opt-in): kernels/sm90/paged_tma_wg4.cuh. X(H, D) per instance.
+#ifndef PAGED_TMA4_INSTANCES
+#define PAGED_TMA4_INSTANCES(X) X(64, 128)
+#endif
+PAGED_TMA4_INSTANCES(INSTANTIATE_PAGED_TMA4)

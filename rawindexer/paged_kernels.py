@@ -139,12 +139,14 @@ TARGETS: dict[str, PagedTarget] = {
         # (the fp8 design's numerics)
         # auto (the default, no kernels of its own): tma where it is built (block size 64), else f16
         # (dispatch/paged_sm90.py; measured, docs/PAGED.md "Call 3"; numerics, docs/NUMERICS.md)
-        designs=("auto", "f16", "fp8", "tma"), per_next_n=True,
+        # tma4 (opt-in, session 18): at next_n x H = 96 / 128 one 640-thread block per SM, four consumer warpgroups on
+        # a balanced persistent schedule (kernels/sm90/paged_tma_wg4.cuh); `batch` after the map
+        designs=("auto", "f16", "fp8", "tma", "tma4"), per_next_n=True,
         ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS},
-        design_block_sizes={"auto": (), "tma": (SM90_TMA_BLOCK_SIZE,)},
-        design_instance_macros={"tma": "PAGED_TMA_INSTANCES"},
-        design_extra_args={"tma": (TENSOR_MAP_ARG,)},
-        design_threads={"tma": SM90_TMA_THREADS}),
+        design_block_sizes={"auto": (), "tma": (SM90_TMA_BLOCK_SIZE,), "tma4": (SM90_TMA_BLOCK_SIZE,)},
+        design_instance_macros={"tma": "PAGED_TMA_INSTANCES", "tma4": "PAGED_TMA4_INSTANCES"},
+        design_extra_args={"tma": (TENSOR_MAP_ARG,), "tma4": (TENSOR_MAP_ARG, ("batch", 4))},
+        design_threads={"tma": SM90_TMA_THREADS, "tma4": SM90_TMA_THREADS}),
 }
 
 
@@ -170,10 +172,10 @@ def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, design: str = "f16
     four-warpgroup experiment form, kernels/sm90/paged_tma_wg4.cuh, four rings and two Q / weight buffers)."""
     q_bytes = 2 if design == "f16" else 1
     rows = sm90_q_rows(heads, next_n)
-    if design == "tma" and groups > 1:
+    if design in ("tma", "tma4") and groups > 1:
         return (groups * SM90_TMA_WG4_STAGES * SM90_TILE * (head_dim + SCALE_BYTES) + 2 * rows * heads * (head_dim + 4)
                 + 16 * groups * SM90_TMA_WG4_STAGES + SM90_TMA_ALIGN)
-    if design == "tma":
+    if design in ("tma", "tma4"):
         return (SM90_TMA_STAGES * SM90_TILE * (head_dim + SCALE_BYTES) + rows * heads * (head_dim + 4)
                 + 16 * SM90_TMA_STAGES + SM90_TMA_ALIGN)
     return TARGETS["sm_90a"].ring_bytes[head_dim] + rows * heads * head_dim * q_bytes + rows * heads * 4

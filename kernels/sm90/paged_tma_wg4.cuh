@@ -62,8 +62,13 @@ __device__ __forceinline__ void pt_exit() {
 // The four-warpgroup form runs where one accumulator set fits the 96 registers of a 640-thread block and the shipped
 // loop is the one-accumulator one (N = 96, 128; the pipelined N <= 64 loop spilled 180-264 bytes at 96 registers).
 template <int H, int NN>
+__host__ __device__ constexpr bool pw_applies() {
+  return H * NN > PAGED_TMA_PIPE_MAX_N && H * NN <= 128;
+}
+// In a "tma" build: the experiment switch (PAGED_TMA_WG4). The design "tma4" builds it at those N regardless.
+template <int H, int NN>
 __host__ __device__ constexpr bool pw_form() {
-  return PAGED_TMA_WG4 && H * NN > PAGED_TMA_PIPE_MAX_N && H * NN <= 128;
+  return PAGED_TMA_WG4 && pw_applies<H, NN>();
 }
 
 // A float of shared memory by its shared-space address (volatile: it stays after the full-barrier wait before it).

@@ -18,7 +18,7 @@ REGISTERS_PER_SM = 65536
 #: Per-logit gate of each design (rawindexer.testing.grading.logit_gate; docs/NUMERICS.md): "f16" converts the fp8 keys
 #: exactly and accumulates f16 products in fp32 (prefill's "mma" class, 1e-5); "fp8" runs the e4m3 wgmma, whose
 #: accumulator is shorter than fp32 (prefill's "wg" class, 2e-3)
-LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-3, "tma": 2e-3}
+LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-3, "tma": 2e-3, "tma4": 2e-3}
 #: the default design: the first of AUTO_ORDER built for the call's (heads, head_dim, block_size). "tma" (block size
 #: 64) was faster than "f16" and "fp8" in every case of the H200 bench (docs/PAGED.md "Call 3") and reproduces
 #: DeepGEMM's logits to calc_diff ~4e-15; its numerics are fp8-wgmma class (docs/NUMERICS.md, decode)
@@ -107,7 +107,7 @@ class PagedSm90Family(PagedGfx950Family):
         # the next_n kernel's own block size where the manifest records it (the "tma" experiment form with four
         # consumer warpgroups: 640 threads, kernels/sm90/paged_tma_wg4.cuh)
         threads = res.get("max_threads", threads)
-        groups = threads // pk.SM90_TMA_THREADS if design == "tma" else 1
+        groups = threads // pk.SM90_TMA_THREADS if design in ("tma", "tma4") else 1
         shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, design, groups)
         regs = res.get("registers", 128)
         by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * threads)

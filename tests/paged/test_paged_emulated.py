@@ -322,6 +322,41 @@ def test_sm90_four_warpgroup_plan(tmp_path, rng):
                 assert plan.config["slots"] == 132 and plan.grid == (min(batch * plan.config["split_n"], 132), 1, 1)
 
 
+def test_sm90_tma4_plan(rng):
+    """Design "tma4" (opt-in; kernels/sm90/paged_tma_wg4.cuh) from the built manifest: its kernels at next_n x H = 96
+    / 128 are 640-thread blocks, one per SM, on a grid of at most one block per SM with `batch` in their arguments and
+    the four-ring shared memory; its other next_n run the persistent one-warpgroup form (160 threads); "auto" never
+    picks it. Host only."""
+    from rawindexer import paged_kernels as pk
+    from rawindexer.dispatch import paged_sm90
+    from rawindexer.dispatch.base import KernelNotBuiltError
+    from rawindexer.dispatch.paged_gfx950 import PagedPointers, PagedProblem
+
+    family = paged_sm90.PagedSm90Family()
+    try:
+        family.target
+    except KernelNotBuiltError:
+        pytest.skip("sm_90a decode kernels not built (no nvcc)")
+    if family.entry(64, 128, 64, "tma4") is None:
+        pytest.skip("this build has no tma4 kernels")
+    for _ in range(10):
+        batch, ctx = int(rng.integers(1, 300)), int(rng.integers(1, 200_000))
+        for heads, head_dim, next_n in itertools.product(pk.HEADS, pk.HEAD_DIMS, range(1, 5)):
+            p = PagedProblem(batch, next_n, heads, head_dim, 64, ctx, -(-ctx // 64), ctx, True, False, "e4m3fn", 4096)
+            plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma4")
+            four = 64 < heads * next_n <= 128
+            assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_tma4_n{next_n}"
+            assert plan.block == ((4 if four else 1) * pk.SM90_TMA_THREADS, 1, 1)
+            shared = pk.sm90_shared_bytes(heads, head_dim, next_n, "tma4", 4 if four else 1)
+            assert plan.shared_mem == shared <= paged_sm90.SHARED_PER_SM
+            slots = plan.config["slots"]
+            assert (slots == 132) == four and plan.grid == (min(batch * plan.config["split_n"], slots), 1, 1)
+            entry = family.entry(heads, head_dim, 64, "tma4")
+            off = next(a["offset"] for a in entry["args"] if a["name"] == "batch")
+            assert int.from_bytes(plan.kernargs[off:off + 4], "little") == batch
+            assert not family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_tma4_n{next_n}")
+
+
 @pytest.mark.parametrize("split_n,num_warps", [(1, 1), (3, 2), (2, 4)])
 def test_k_read_once_per_split(rng, split_n, num_warps):
     """Emulated global-load bytes equal the design's model: per workgroup with work, Q and weights once;
