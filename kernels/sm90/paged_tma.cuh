@@ -582,23 +582,30 @@ __device__ __forceinline__ void paged_tma_persistent_body(
 // Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma_n{next_n}: the common argument list + the cache's map
 // (+ `batch` in the persistent forms).
 #define PT_LAUNCH_BOUNDS(H, NN) __launch_bounds__(PT_THREADS, pt_min_blocks(H, NN))
-#if PAGED_TMA_PERSISTENT || PAGED_TMA_WG4
-#define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
-  extern "C" __global__ void __launch_bounds__(pw_form<H, NN>() ? PW_THREADS : PT_THREADS,                  \
-                                               pw_form<H, NN>() ? 1 : pt_min_blocks(H, NN))                   \
-      fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN(                                                \
-          const u8* q, const u8* kv_cache, const float* weights, const int* context_lens,                    \
-          const int* block_table, float* out, i64 out_row_stride, int next_n, int max_context_len,           \
-          int max_blocks, int split_n, int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map, \
-          int batch) {                                                                                       \
-    if constexpr (pw_form<H, NN>())                                                                          \
-      paged_tma_wg4_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out, out_row_stride,     \
-                                   max_context_len, max_blocks, split_n, flags, batch, kv_map);              \
-    else                                                                                                     \
-      paged_tma_persistent_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out,              \
-                                          out_row_stride, max_context_len, max_blocks, split_n, num_warps,   \
-                                          flags, batch, kv_map);                                             \
+// The persistent argument list (`batch` after the map): the four-warpgroup body where pw_four (design "tma4", or a
+// "tma" build with PAGED_TMA_WG4), else the persistent one-warpgroup body. ALWAYS: 1 for "tma4".
+template <int ALWAYS, int H, int NN>
+__host__ __device__ constexpr bool pw_four() {
+  return (ALWAYS || PAGED_TMA_WG4) && pw_applies<H, NN>();
+}
+#define PT_PERSISTENT_KERNEL_NN(H, D, NN, SUFFIX, ALWAYS)                                                      \
+  extern "C" __global__ void __launch_bounds__(pw_four<ALWAYS, H, NN>() ? PW_THREADS : PT_THREADS,            \
+                                               pw_four<ALWAYS, H, NN>() ? 1 : pt_min_blocks(H, NN))             \
+      fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_##SUFFIX##_n##NN(                                           \
+          const u8* q, const u8* kv_cache, const float* weights, const int* context_lens,                      \
+          const int* block_table, float* out, i64 out_row_stride, int next_n, int max_context_len,             \
+          int max_blocks, int split_n, int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map,   \
+          int batch) {                                                                                         \
+    if constexpr (pw_four<ALWAYS, H, NN>())                                                                    \
+      paged_tma_wg4_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out, out_row_stride,       \
+                                   max_context_len, max_blocks, split_n, flags, batch, kv_map);                \
+    else                                                                                                       \
+      paged_tma_persistent_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out,                \
+                                          out_row_stride, max_context_len, max_blocks, split_n, num_warps,     \
+                                          flags, batch, kv_map);                                               \
   }
+#if PAGED_TMA_PERSISTENT || PAGED_TMA_WG4
+#define PAGED_TMA_KERNEL_NN(H, D, NN) PT_PERSISTENT_KERNEL_NN(H, D, NN, tma, 0)
 #else
 #define PAGED_TMA_KERNEL_NN(H, D, NN)                                                                        \
   extern "C" __global__ void PT_LAUNCH_BOUNDS(H, NN) fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma_n##NN( \
@@ -612,22 +619,7 @@ __device__ __forceinline__ void paged_tma_persistent_body(
 // Design "tma4" (opt-in, session 18; kernels/sm90/paged_tma_wg4.cuh): the four-warpgroup balanced kernel at next_n x H
 // = 96 / 128 (640 threads), the persistent one-warpgroup form at the other next_n; both take `batch` after the map.
 // Symbols: fp8_paged_mqa_logits_sm90_h{H}_d{D}_bs64_tma4_n{next_n}.
-#define PAGED_TMA4_KERNEL_NN(H, D, NN)                                                                         \
-  extern "C" __global__ void __launch_bounds__(pw_applies<H, NN>() ? PW_THREADS : PT_THREADS,                 \
-                                               pw_applies<H, NN>() ? 1 : pt_min_blocks(H, NN))                  \
-      fp8_paged_mqa_logits_sm90_h##H##_d##D##_bs64_tma4_n##NN(                                                 \
-          const u8* q, const u8* kv_cache, const float* weights, const int* context_lens,                      \
-          const int* block_table, float* out, i64 out_row_stride, int next_n, int max_context_len,             \
-          int max_blocks, int split_n, int num_warps, int flags, const __grid_constant__ PagedCacheMap kv_map,   \
-          int batch) {                                                                                         \
-    if constexpr (pw_applies<H, NN>())                                                                         \
-      paged_tma_wg4_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out, out_row_stride,       \
-                                   max_context_len, max_blocks, split_n, flags, batch, kv_map);                \
-    else                                                                                                       \
-      paged_tma_persistent_body<H, D, NN>(q, kv_cache, weights, context_lens, block_table, out,                \
-                                          out_row_stride, max_context_len, max_blocks, split_n, num_warps,     \
-                                          flags, batch, kv_map);                                               \
-  }
+#define PAGED_TMA4_KERNEL_NN(H, D, NN) PT_PERSISTENT_KERNEL_NN(H, D, NN, tma4, 1)
 #define INSTANTIATE_PAGED_TMA4(H, D)                                                                  \
   PAGED_TMA4_KERNEL_NN(H, D, 1) PAGED_TMA4_KERNEL_NN(H, D, 2) PAGED_TMA4_KERNEL_NN(H, D, 3) \
   PAGED_TMA4_KERNEL_NN(H, D, 4)

@@ -1,6 +1,8 @@
 // ===================================================================================================
-// EXPERIMENT (PAGED_TMA_WG4, off; docs/PAGED.md "Session 18"): design "tma" with DeepGEMM's block structure at
-// next_n x H <= 128. Included by kernels/sm90/paged_tma.cuh, which keeps the shipped one-warpgroup body.
+// Design "tma4" (opt-in, session 18; docs/PAGED.md "Session 18"): the decode kernel with DeepGEMM's block structure at
+// next_n x H = 96 / 128 (PAGED_TMA4_INSTANCES; its other next_n run kernels/sm90/paged_tma.cuh's persistent
+// one-warpgroup form). The experiment switch PAGED_TMA_WG4 (off) builds the same body into design "tma"'s symbols.
+// Included by kernels/sm90/paged_tma.cuh, which keeps the shipped one-warpgroup body.
 //
 // Why: at N = 128 the shipped grid runs four 160-thread blocks per SM, each paying its own prologue (lengths ->
 // table -> first K tile, ~3 us in series), Q staging (16 KB per block) and drain; session 13's trace put that at
@@ -64,11 +66,6 @@ __device__ __forceinline__ void pt_exit() {
 template <int H, int NN>
 __host__ __device__ constexpr bool pw_applies() {
   return H * NN > PAGED_TMA_PIPE_MAX_N && H * NN <= 128;
-}
-// In a "tma" build: the experiment switch (PAGED_TMA_WG4). The design "tma4" builds it at those N regardless.
-template <int H, int NN>
-__host__ __device__ constexpr bool pw_form() {
-  return PAGED_TMA_WG4 && pw_applies<H, NN>();
 }
 
 // A float of shared memory by its shared-space address (volatile: it stays after the full-barrier wait before it).
