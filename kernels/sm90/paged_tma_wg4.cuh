@@ -23,7 +23,8 @@
 //     barrier that opens run r (every warpgroup is then past run r - 1, the buffer's last reader), so a new sequence
 //     costs no staging stall once the first is in.
 //   * The consumer loop, the head reduce and the -inf fill are the shipped ones (pt_consume_tiles, head_reduce_store,
-//     fill_row_tails over the block's 16 consumer warps per unit).
+//     fill_row_tails by the block's 16 consumer warps: per sequence of [B c / G, B (c + 1) / G) in the balanced form,
+//     per unit in the units form).
 // Shared memory: rings [4][S][64 D] | Q [2][rows H D] | scales [4][S][64] | weights [2][rows H] | full [4][S],
 // empty [4][S] (+ 1024 alignment): rawindexer/paged_kernels.sm90_shared_bytes with groups = 4.
 // ===================================================================================================
