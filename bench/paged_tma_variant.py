@@ -7,7 +7,8 @@ kernels/sm90/paged_tma.cuh), only the instances the A/B times (D = 128, block si
 DST starts as a copy of SRC (a full kernel directory: the other ops' code objects and manifest sections); the decode
 section is rebuilt (--all: every instance of the shipped list, D = 64 too, as the GPU sweep needs).
 -DPAGED_TMA_PERSISTENT=1 (the persistent grid) and -DPAGED_TMA_WG4=1 (its four-warpgroup form) add the kernels'
-`batch` argument to the design's declared list, so the build's argument check and the host's is_persistent see it. Prints each tma kernel's registers and spills per next_n. Intermediate files: /tmp/varbuild/DST.
+`batch` argument to the design's declared list, so the build's argument check and the host's is_persistent see it.
+Prints each tma kernel's registers and spills per next_n. Intermediate files: /tmp/varbuild/DST.
 """
 from __future__ import annotations
 

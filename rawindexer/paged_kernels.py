@@ -111,9 +111,12 @@ SM90_K_PAD = 16  # bytes of padding per key row of the ring
 #: kernel aligns its shared memory to 1024 bytes itself, the cache's tensor map is one extra 128-byte argument
 SM90_TMA_STAGES = 4
 SM90_TMA_THREADS = 160
-#: the four-warpgroup experiment form of "tma" (PAGED_TMA_WG4, kernels/sm90/paged_tma_wg4.cuh): 640 threads, four
-#: rings of PAGED_TMA_WG4_STAGES slots
+#: the four-warpgroup block (design "tma4" at next_n x H = 96 / 128, and the PAGED_TMA_WG4 experiment form of "tma";
+#: kernels/sm90/paged_tma_wg4.cuh): 640 threads, four rings of PAGED_TMA_WG4_STAGES slots, two Q / weight buffers
 SM90_TMA_WG4_STAGES = 4
+#: the designs whose block is SM90_TMA_THREADS per consumer warpgroup (a producer warp each) and whose shared memory
+#: follows sm90_shared_bytes's TMA layout
+SM90_TMA_DESIGNS = ("tma", "tma4")
 SM90_TMA_ALIGN = 1024
 SM90_TMA_BLOCK_SIZE = 64
 TENSOR_MAP_ARG = ("kv_map", 128)
@@ -169,13 +172,12 @@ def sm90_q_rows(heads: int, next_n: int) -> int:
 def sm90_shared_bytes(heads: int, head_dim: int, next_n: int, design: str = "f16", groups: int = 1) -> int:
     """sm_90a: dynamic shared memory of one block: the K/scale ring, then Q (fp8 or f16) and weights ("tma": the
     swizzled key ring, Q, scales, weights, 2 mbarriers per stage and the alignment slack; ``groups`` = 4: the
-    four-warpgroup experiment form, kernels/sm90/paged_tma_wg4.cuh, four rings and two Q / weight buffers)."""
+    four-warpgroup block, kernels/sm90/paged_tma_wg4.cuh, four rings and two Q / weight buffers)."""
     q_bytes = 2 if design == "f16" else 1
     rows = sm90_q_rows(heads, next_n)
-    if design in ("tma", "tma4") and groups > 1:
-        return (groups * SM90_TMA_WG4_STAGES * SM90_TILE * (head_dim + SCALE_BYTES) + 2 * rows * heads * (head_dim + 4)
-                + 16 * groups * SM90_TMA_WG4_STAGES + SM90_TMA_ALIGN)
-    if design in ("tma", "tma4"):
-        return (SM90_TMA_STAGES * SM90_TILE * (head_dim + SCALE_BYTES) + rows * heads * (head_dim + 4)
-                + 16 * SM90_TMA_STAGES + SM90_TMA_ALIGN)
+    if design in SM90_TMA_DESIGNS:
+        stages = SM90_TMA_WG4_STAGES if groups > 1 else SM90_TMA_STAGES
+        q_buffers = 2 if groups > 1 else 1
+        return (groups * stages * SM90_TILE * (head_dim + SCALE_BYTES) + q_buffers * rows * heads * (head_dim + 4)
+                + 16 * groups * stages + SM90_TMA_ALIGN)
     return TARGETS["sm_90a"].ring_bytes[head_dim] + rows * heads * head_dim * q_bytes + rows * heads * 4

@@ -104,10 +104,10 @@ class PagedSm90Family(PagedGfx950Family):
         threads = pk.TARGETS[self.arch].threads(design)
         entry = self.entry(p.heads, p.head_dim, p.block_size, design)
         res = entry.get("resources_by_next_n", {}).get(str(p.next_n), entry["resources"]) if entry else {}
-        # the next_n kernel's own block size where the manifest records it (the "tma" experiment form with four
-        # consumer warpgroups: 640 threads, kernels/sm90/paged_tma_wg4.cuh)
+        # the next_n kernel's own block size where the manifest records it (four consumer warpgroups: 640 threads,
+        # kernels/sm90/paged_tma_wg4.cuh -- "tma4" at next_n x H = 96 / 128, "tma" built with PAGED_TMA_WG4)
         threads = res.get("max_threads", threads)
-        groups = threads // pk.SM90_TMA_THREADS if design in ("tma", "tma4") else 1
+        groups = threads // pk.SM90_TMA_THREADS if design in pk.SM90_TMA_DESIGNS else 1
         shared = pk.sm90_shared_bytes(p.heads, p.head_dim, p.next_n, design, groups)
         regs = res.get("registers", 128)
         by_regs = REGISTERS_PER_SM // (-(-regs // 8) * 8 * threads)
