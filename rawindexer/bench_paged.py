@@ -11,9 +11,12 @@ sequence at the full context, physical blocks shuffled. Times are GPU times per 
 ``--warm`` s (default 1.5) of untimed replays so the timing sees the steady clock a serving loop runs at (WARM_S).
 "cache GB/s" = bytes of the fused cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the
 card's read bandwidth (a torch sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are
-marked L2: their bandwidth is not HBM's. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from
-the same inputs). --ragged: each case's context lengths drawn uniformly from [context / 16, context] (seeded per
-case, the same for both kernels), as a serving batch mixes them; the byte counts are then those of the drawn lengths.
+marked L2: their bandwidth is not HBM's. "loop us" = the same call made eagerly back to back right after the
+timing (host included, CUDA events around the run): what a serving loop that does not replay a graph meets; it
+reads ~ "ours us" when the host path hides behind the kernel. "diff" = calc_diff(ours, DeepGEMM) over the valid
+columns (both from the same inputs). --ragged: each case's context lengths drawn uniformly from [context / 16,
+context] (seeded per case, the same for both kernels), as a serving batch mixes them; the byte counts are then those
+of the drawn lengths. --batches, --contexts, --next-n and --heads narrow or widen the grid (next_n up to 4, H 128).
 """
 from __future__ import annotations
 
@@ -88,6 +91,21 @@ def graph_time(torch, fn, reps: int = REPS, settle_s: float = SETTLE_S, warm_s: 
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3 / reps)
     return sorted(times)[len(times) // 2]
+
+
+def loop_time(torch, fn, device_s: float, budget_s: float = 3e-3) -> float:
+    """Seconds per call of ``fn`` called eagerly back to back, as a serving loop makes it (host included): CUDA
+    events around enough calls for ~``budget_s`` of device time (at least 20), given the call's ``device_s``."""
+    calls = max(20, int(budget_s / max(device_s, 1e-6)))
+    for _ in range(5):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / calls
 
 
 def make_cache(torch, B: int, context: int, block_size: int):
@@ -193,7 +211,8 @@ def host_cost(torch, rawindexer, block_size: int, calls: int = 2000) -> list[str
 
 def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...] = DESIGNS,
         batches: tuple[int, ...] = GRID_B, settle_s: float = SETTLE_S, ragged: bool = False,
-        warm_s: float = WARM_S) -> int:
+        warm_s: float = WARM_S, contexts: tuple[int, ...] = GRID_CONTEXT, next_ns: tuple[int, ...] = GRID_NEXT_N,
+        heads_list: tuple[int, ...] = GRID_HEADS) -> int:
     import torch
 
     import rawindexer
@@ -204,26 +223,27 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
              f"block_size {block_size}, D {HEAD_DIM}, GPU time per call from CUDA graphs of {REPS} calls, "
              f"each timing after {settle_s:g} s of idle and {warm_s:g} s of untimed replays"
              + ("; ragged lengths (uniform in [context / 16, context])" if ragged else ""),
-             "| B | context | next_n | H | design | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG | diff | note |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| B | context | next_n | H | design | ours us | cache GB/s | % read bw | DeepGEMM us | ours / DG "
+             "| loop us | DG loop us | diff | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
-    shapes = [(b, c) for b in batches for c in GRID_CONTEXT]
+    shapes = [(b, c) for b in batches for c in contexts]
     if quick:
         shapes = [(b, c) for (b, c) in shapes if b in (1, 64) and c != 131072]
     dg_note_printed = False
     for B, context in shapes:
         kv_cache, table = make_cache(torch, B, context, block_size)
-        for next_n in GRID_NEXT_N:
+        for next_n in next_ns:
             cache_bytes = cache_tokens(B, context, next_n, ragged) * (HEAD_DIM + 4)
             note = "L2" if cache_bytes * 2 <= L2_BYTES else ""
-            for heads in GRID_HEADS:
+            for heads in heads_list:
                 if quick and heads != 64:
                     continue
                 q, weights, lens_1d, lens_2d = make_queries(torch, B, context, next_n, heads, ragged)
                 out = torch.empty((B * next_n, context), dtype=torch.float32, device="cuda")
                 q_u8 = q.view(torch.uint8)
                 dg, reason = deepgemm_call(torch, q, kv_cache, weights, lens_2d, table, context, block_size)
-                t_dg, ref = float("nan"), None
+                t_dg, loop_dg, ref = float("nan"), float("nan"), None
                 if dg is None:
                     if not dg_note_printed:
                         print(f"# alternative: {reason}", flush=True)
@@ -231,11 +251,13 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
                         dg_note_printed = True
                 else:
                     t_dg = graph_time(torch, dg, settle_s=settle_s, warm_s=warm_s)
+                    loop_dg = loop_time(torch, dg, t_dg)
                     ref = dg().float()
                 for design in designs:
                     ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
                         q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=design)
                     t_ours = graph_time(torch, ours, settle_s=settle_s, warm_s=warm_s)
+                    loop_ours = loop_time(torch, ours, t_ours)
                     diff = float("nan")
                     if ref is not None:
                         ours()
@@ -244,7 +266,8 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
                         diff = calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
                     row = (f"| {B} | {context} | {next_n} | {heads} | {design} | {t_ours * 1e6:.1f} | "
                            f"{cache_bytes / t_ours / 1e9:.0f} | {100 * cache_bytes / t_ours / bw:.0f}% | "
-                           f"{t_dg * 1e6:.1f} | {t_ours / t_dg:.2f} | {diff:.1e} | {note} |")
+                           f"{t_dg * 1e6:.1f} | {t_ours / t_dg:.2f} | {loop_ours * 1e6:.1f} | {loop_dg * 1e6:.1f} | "
+                           f"{diff:.1e} | {note} |")
                     lines.append(row)
                     print(row, flush=True)
                 del ref
@@ -255,6 +278,10 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
     if log:
         log.write_text("\n".join(lines) + "\n")
     return 0
+
+
+def ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(","))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,12 +297,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", type=float, default=WARM_S,
                         help=f"seconds of untimed replays between the idle and the timing (default {WARM_S}; 0: none)")
     parser.add_argument("--batches", default=",".join(map(str, GRID_B)), help="B values, in the order run")
+    parser.add_argument("--contexts", default=",".join(map(str, GRID_CONTEXT)), help="context lengths, in the order run")
+    parser.add_argument("--next-n", default=",".join(map(str, GRID_NEXT_N)), help="next_n values (1-4)")
+    parser.add_argument("--heads", default=",".join(map(str, GRID_HEADS)), help="head counts (32, 64, 128)")
     parser.add_argument("--ragged", action="store_true",
                         help="context lengths uniform in [context / 16, context] instead of all at context")
     args = parser.parse_args(argv)
     t0 = time.time()
     rc = run(args.quick, args.block_size, args.log, tuple(args.designs.split(",")),
-             tuple(int(b) for b in args.batches.split(",")), args.settle, args.ragged, args.warm)
+             ints(args.batches), args.settle, args.ragged, args.warm, ints(args.contexts), ints(args.next_n),
+             ints(args.heads))
     print(f"# {time.time() - t0:.0f} s", file=sys.stderr)
     return rc
 
