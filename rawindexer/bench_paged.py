@@ -170,6 +170,7 @@ def deepgemm_call(torch, q, kv_cache, weights, lens_2d, block_table, context: in
         call()
         torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001
+        torch.cuda.synchronize()  # a fault of what it launched before refusing is reported here, as DeepGEMM's
         return None, f"deep_gemm.fp8_paged_mqa_logits failed ({type(exc).__name__}: {str(exc)[:120]})"
     return call, ""
 

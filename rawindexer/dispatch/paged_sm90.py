@@ -24,7 +24,15 @@ LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-3, "tma": 2e-3, "tma4": 2e-3}
 #: DeepGEMM's logits to calc_diff ~4e-15; its numerics are fp8-wgmma class (docs/NUMERICS.md, decode)
 AUTO = "auto"
 AUTO_ORDER = ("tma", "f16")
-LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_ORDER)  # the gate of whichever "auto" picks
+#: where "auto" takes the four-warpgroup "tma4" instead of "tma" (its kernels/sm90/paged_tma_wg4.cuh body, at next_n x
+#: H = 96 / 128, AUTO_FOUR_N): when the batch holds at least AUTO_TMA4_MIN_TILES 64-token tiles at max_context_len
+#: (B x ceil(max_context_len / 64); a host number, the lengths themselves are in device memory). One block per SM
+#: needs every SM's share of tiles to be long; small batches stay on "tma"'s grid of many short blocks (measured,
+#: docs/PAGED.md "Session 19")
+AUTO_TMA4 = "tma4"
+AUTO_FOUR_N = (96, 128)
+AUTO_TMA4_MIN_TILES = 16384
+LOGIT_EPS[AUTO] = max(LOGIT_EPS[name] for name in AUTO_ORDER + (AUTO_TMA4,))  # the gate of whichever "auto" picks
 #: a split gets at least this many 64-token tiles (the ring's prologue and the Q staging amortised)
 MIN_TILES_PER_SPLIT = 4
 #: resident blocks per SM we aim for before splitting further (limited by shared memory)
@@ -68,6 +76,12 @@ def balanced_split(batch: int, tiles: int, slots: int, split: int) -> int:
     return best_wave_fill(batch, slots, range(floor, min(floor + -(-slots // batch), tiles + 1, MAX_SPLIT_N + 1)))
 
 
+def four_warpgroups_win(p: PagedProblem) -> bool:
+    """Whether "auto" runs ``p`` on AUTO_TMA4: next_n x H in AUTO_FOUR_N and at least AUTO_TMA4_MIN_TILES tiles."""
+    tiles = -(-p.max_context_len // pk.SM90_TILE)
+    return p.next_n * p.heads in AUTO_FOUR_N and max(p.batch, 1) * tiles >= AUTO_TMA4_MIN_TILES
+
+
 def is_persistent(entry: dict | None) -> bool:
     """Whether a manifest entry's kernels run a persistent grid: their argument list carries ``batch`` (the grid no
     longer does)."""
@@ -79,13 +93,17 @@ class PagedSm90Family(PagedGfx950Family):
 
     arch = "sm_90a"
 
-    def resolve(self, heads: int, head_dim: int, block_size: int, design: str | None = None) -> str:
-        """The built design that runs: ``design`` if it names one, else (None or "auto") the first of AUTO_ORDER
-        built for this shape."""
+    def resolve(self, heads: int, head_dim: int, block_size: int, design: str | None = None,
+                problem: PagedProblem | None = None) -> str:
+        """The built design that runs: ``design`` if it names one, else (None or "auto") AUTO_TMA4 for a
+        ``problem`` that :func:`four_warpgroups_win` and where it is built, else the first of AUTO_ORDER built for
+        this shape."""
         design = self.design(design)
         if design != AUTO:
             return design
         built = super().entry  # (super() does not reach into a generator's scope)
+        if problem is not None and four_warpgroups_win(problem) and built(heads, head_dim, block_size, AUTO_TMA4):
+            return AUTO_TMA4
         return next((d for d in AUTO_ORDER if built(heads, head_dim, block_size, d)), AUTO_ORDER[-1])
 
     def entry(self, heads: int, head_dim: int, block_size: int, design: str | None = None,
@@ -98,7 +116,7 @@ class PagedSm90Family(PagedGfx950Family):
         """split_n: :func:`best_split` over the resident blocks (shared memory, registers of the next_n's kernel,
         at most MAX_BLOCKS_PER_SM per SM), never fewer than :func:`min_tiles_per_split` tiles per split at
         max_context_len, then raised for ragged lengths by :func:`balanced_split` (not in a persistent grid)."""
-        design = self.resolve(p.heads, p.head_dim, p.block_size, design)
+        design = self.resolve(p.heads, p.head_dim, p.block_size, design, p)
         if num_warps not in (0, 4):
             raise ValueError(f"num_warps: the sm_90a decode kernel runs one warpgroup, expected 0 or 4, got {num_warps}")
         threads = pk.TARGETS[self.arch].threads(design)
@@ -131,7 +149,7 @@ class PagedSm90Family(PagedGfx950Family):
     def plan(self, p: PagedProblem, ptrs: PagedPointers, compute_units: int, split_n: int = 0,
              num_warps: int = 0, design: str | None = None) -> LaunchPlan:
         self.design(design, p.fp8_format)  # refuses e4m3fnuz: Hopper's fp8 is e4m3fn
-        design = self.resolve(p.heads, p.head_dim, p.block_size, design)
+        design = self.resolve(p.heads, p.head_dim, p.block_size, design, p)
         entry = self.entry(p.heads, p.head_dim, p.block_size, design)
         if entry is None:
             raise ValueError(f"(num_heads, head_dim, block_size): no sm_90a decode kernel for "

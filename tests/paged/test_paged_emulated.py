@@ -191,7 +191,7 @@ def test_sm90_plans_fit_the_sm(rng):
     except KernelNotBuiltError:
         pytest.skip("sm_90a decode kernels not built (no nvcc)")
     for heads, head_dim, next_n in itertools.product(pk.HEADS, pk.HEAD_DIMS, range(1, 5)):
-        batch, ctx = int(rng.integers(1, 300)), int(rng.integers(1, 200_000))
+        batch, ctx = int(rng.integers(1, 300)), int(rng.choice([rng.integers(1, 8192), rng.integers(1, 200_000)]))
         p = PagedProblem(batch, next_n, heads, head_dim, 64, ctx, -(-ctx // 64), ctx, True, False, "e4m3fn", 4096)
         for design in ("f16", "fp8", "tma"):
             plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design=design)
@@ -310,7 +310,7 @@ def test_sm90_four_warpgroup_plan(tmp_path, rng):
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     family = paged_sm90.PagedSm90Family(tmp_path)
     for _ in range(10):
-        batch, ctx = int(rng.integers(1, 300)), int(rng.integers(1, 200_000))
+        batch, ctx = int(rng.integers(1, 300)), int(rng.choice([rng.integers(1, 8192), rng.integers(1, 200_000)]))
         for heads, next_n in ((64, 2), (32, 4), (32, 3), (128, 1), (64, 1)):
             p = PagedProblem(batch, next_n, heads, 128, 64, ctx, -(-ctx // 64), ctx, True, False, "e4m3fn", 4096)
             plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma")
@@ -325,8 +325,8 @@ def test_sm90_four_warpgroup_plan(tmp_path, rng):
 def test_sm90_tma4_plan(rng):
     """Design "tma4" (opt-in; kernels/sm90/paged_tma_wg4.cuh) from the built manifest: its kernels at next_n x H = 96
     / 128 are 640-thread blocks, one per SM, on a grid of at most one block per SM with `batch` in their arguments and
-    the four-ring shared memory; its other next_n run the persistent one-warpgroup form (160 threads); "auto" never
-    picks it. Host only."""
+    the four-ring shared memory; its other next_n run the persistent one-warpgroup form (160 threads); "auto" picks
+    it at N = 96 / 128 from AUTO_TMA4_MIN_TILES tiles, else "tma". Host only."""
     from rawindexer import paged_kernels as pk
     from rawindexer.dispatch import paged_sm90
     from rawindexer.dispatch.base import KernelNotBuiltError
@@ -340,7 +340,7 @@ def test_sm90_tma4_plan(rng):
     if family.entry(64, 128, 64, "tma4") is None:
         pytest.skip("this build has no tma4 kernels")
     for _ in range(10):
-        batch, ctx = int(rng.integers(1, 300)), int(rng.integers(1, 200_000))
+        batch, ctx = int(rng.integers(1, 300)), int(rng.choice([rng.integers(1, 8192), rng.integers(1, 200_000)]))
         for heads, head_dim, next_n in itertools.product(pk.HEADS, pk.HEAD_DIMS, range(1, 5)):
             p = PagedProblem(batch, next_n, heads, head_dim, 64, ctx, -(-ctx // 64), ctx, True, False, "e4m3fn", 4096)
             plan = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132, design="tma4")
@@ -354,7 +354,10 @@ def test_sm90_tma4_plan(rng):
             entry = family.entry(heads, head_dim, 64, "tma4")
             off = next(a["offset"] for a in entry["args"] if a["name"] == "batch")
             assert int.from_bytes(plan.kernargs[off:off + 4], "little") == batch
-            assert not family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_tma4_n{next_n}")
+            auto = family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol
+            routed = four and batch * -(-ctx // 64) >= paged_sm90.AUTO_TMA4_MIN_TILES
+            assert auto.endswith(f"_tma4_n{next_n}") == routed == paged_sm90.four_warpgroups_win(p), (auto, p)
+            assert routed or auto.endswith(f"_tma_n{next_n}")
 
 
 @pytest.mark.parametrize("split_n,num_warps", [(1, 1), (3, 2), (2, 4)])
