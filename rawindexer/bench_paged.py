@@ -34,9 +34,10 @@ GRID_CONTEXT = (4096, 32768, 131072)
 GRID_NEXT_N = (1, 2)
 GRID_HEADS = (32, 64)
 HEAD_DIM = 128
-#: the sm_90a designs (rawindexer.paged_kernels): f16 score wgmma (default, exact), fp8 e4m3 wgmma, and tma (fp8
-#: SS wgmma fed by TMA from a producer warp; block size 64)
-DESIGNS = ("f16", "fp8", "tma")
+#: the designs timed by default: "auto", what a call without ``variant`` runs (rawindexer/dispatch/paged_sm90.py: "tma",
+#: or "tma4" at next_n x H = 96 / 128 on large batches); --designs names others (rawindexer.paged_kernels: f16, fp8,
+#: tma, tma4) to time side by side
+DESIGNS = ("auto",)
 
 
 def read_bandwidth(torch, gib: int = 4) -> float:
@@ -175,6 +176,18 @@ def deepgemm_call(torch, q, kv_cache, weights, lens_2d, block_table, context: in
     return call, ""
 
 
+def design_label(design: str, B: int, context: int, next_n: int, heads: int, block_size: int) -> str:
+    """``design``, and for "auto" the design it runs on this case (the sm_90a family's own choice)."""
+    if design != "auto":
+        return design
+    from .dispatch.paged_gfx950 import PagedProblem
+    from .paged import _family
+    blocks = -(-context // block_size)
+    problem = PagedProblem(B, next_n, heads, HEAD_DIM, block_size, context, blocks, context, False, False,
+                           num_blocks=B * blocks)
+    return f"auto: {_family('sm_90a').resolve(heads, HEAD_DIM, block_size, design, problem)}"
+
+
 def calc_diff(torch, x, y) -> float:
     x, y = x.double(), y.double()
     den = (x * x + y * y).sum()
@@ -265,7 +278,8 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
                         torch.cuda.synchronize()
                         valid = torch.arange(context, device="cuda")[None, :] < lens_2d.reshape(-1, 1)
                         diff = calc_diff(torch, torch.where(valid, out, 0), torch.where(valid, ref, 0))
-                    row = (f"| {B} | {context} | {next_n} | {heads} | {design} | {t_ours * 1e6:.1f} | "
+                    label = design_label(design, B, context, next_n, heads, block_size)
+                    row = (f"| {B} | {context} | {next_n} | {heads} | {label} | {t_ours * 1e6:.1f} | "
                            f"{cache_bytes / t_ours / 1e9:.0f} | {100 * cache_bytes / t_ours / bw:.0f}% | "
                            f"{t_dg * 1e6:.1f} | {t_ours / t_dg:.2f} | {loop_ours * 1e6:.1f} | {loop_dg * 1e6:.1f} | "
                            f"{diff:.1e} | {note} |")

@@ -51,7 +51,7 @@ def _cuda_available() -> bool:
         return False
 
 
-DESIGNS = ("f16", "fp8", "tma", "tma4")  # tma4: opt-in (session 18), not yet swept on the device in this build
+DESIGNS = ("f16", "fp8", "tma", "tma4")  # tma4: "auto"'s choice at next_n x H = 96 / 128 on large batches
 #: designs built for some block sizes only (rawindexer.paged_kernels: "tma" is block size 64)
 TOP_K = 2048
 
@@ -241,6 +241,43 @@ def check_second_gpu(rng) -> str:
            "devices refused"
 
 
+def check_auto_four_warpgroups(rng) -> str:
+    """The default design on batches "auto" sends to "tma4" (next_n x H = 96 / 128, at least
+    paged_sm90.AUTO_TMA4_MIN_TILES tiles at max_context_len: 256 sequences, max_context_len 4096, most of them short,
+    a few long, shared blocks): the raw-pointer launch reports the four-warpgroup kernel, and its NaN-poisoned output
+    is graded against the float64 reference (the design's gate, calc_diff, top-2048 recall) as the sweep's."""
+    import torch
+
+    import rawindexer
+
+    report = []
+    for heads, next_n in ((64, 2), (32, 4), (128, 1), (32, 3)):
+        lengths = [int(v) for v in rng.integers(0, 300, 256)]
+        lengths[int(rng.integers(0, 256))], lengths[int(rng.integers(0, 256))] = 4056, 2049
+        case = make_case(rng, lengths, next_n=next_n, heads=heads, head_dim=128, block_size=64, share_blocks=True)
+        t = _to(case, "cuda")
+        padded = torch.full((case.out.shape[0], case.max_context_len + 12), float("nan"), device="cuda")
+        ptrs = [t[n].data_ptr() for n in ("q", "kv_cache", "weights", "context_lens", "block_table")]
+        template = rawindexer.launch_paged(*ptrs, padded.data_ptr(), batch=256, next_n=next_n, num_heads=heads,
+                                           head_dim=128, block_size=64, num_blocks=case.kv_cache.shape[0],
+                                           max_blocks=case.block_table.shape[1],
+                                           max_context_len=case.max_context_len, out_row_stride=padded.stride(0),
+                                           clean_logits=True, stream=torch.cuda.current_stream().cuda_stream,
+                                           device="cuda")
+        torch.cuda.synchronize()
+        assert template.symbol.endswith(f"_tma4_n{next_n}"), f"H {heads} next_n {next_n}: auto ran {template.symbol}"
+        got = padded.cpu().numpy()
+        assert np.isnan(got[:, case.max_context_len:]).all(), f"H {heads} next_n {next_n}: row padding written"
+        ref, bound = fp8_paged_mqa_logits_ref(case.q, case.kv_cache, case.weights, case.context_lens,
+                                              case.block_table, case.max_context_len, True, with_bound=True)
+        got = got[:, :case.max_context_len]
+        grade = grade_paged(got, ref, bound, case.lengths(), True, eps=design_eps("sm_90a", "tma4"))
+        recall = topk_recall(np.nan_to_num(got, nan=-np.inf), ref, case.lengths())
+        assert grade.ok and recall >= 0.99, f"H {heads} next_n {next_n}: {grade.message}, recall {recall:.4f}"
+        report.append(f"H {heads} next_n {next_n} ({template.symbol.split('sm90_')[1]}, recall {recall:.4f})")
+    return "auto at 256 x 4096 tiles ran the four-warpgroup kernel, graded: " + "; ".join(report)
+
+
 def check_allocated_output(rng) -> str:
     import torch
 
@@ -262,6 +299,12 @@ def _two_gpus() -> bool:
 @pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU and torch")
 def test_cuda_graph_replay(rng):
     check_graph_replay(rng)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU and torch")
+def test_auto_four_warpgroups(rng):
+    check_auto_four_warpgroups(rng)
 
 
 @pytest.mark.gpu
@@ -312,7 +355,7 @@ def main() -> int:
             lines.append(f"{'PASS' if ok else 'FAIL'} {design} H={heads} D={head_dim} bs={bs} next_n={next_n} "
                          f"{'2d' if two_d else '1d'} clean={int(clean)}: {msg}")
             print(lines[-1], flush=True)
-    checks = [check_graph_replay, check_allocated_output]
+    checks = [check_graph_replay, check_auto_four_warpgroups, check_allocated_output]
     if _two_gpus():
         checks.append(check_second_gpu)
     else:
