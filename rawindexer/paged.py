@@ -330,12 +330,12 @@ def fp8_paged_mqa_logits(q: Any, kv_cache: Any, weights: Any, context_lens: Any,
             (not a JAX array: those are immutable).
         split_n, num_warps: tunables (0 = host heuristic).
         variant: the design where a target builds several (sm_90a: "auto", the default -- "tma" at block size
-            64, else "f16" --, "tma" (TMA-fed fp8 wgmma, K from shared memory), "f16" (the score wgmma on exactly
-            converted values, fp32-accurate), "fp8" (the e4m3 wgmma with K from registers) or "tma4" (opt-in,
-            block size 64: at next_n x heads = 96 / 128 one block per SM with four warpgroups on a balanced
-            schedule, docs/PAGED.md "Session 18"; measured at 0.97-1.05x DeepGEMM on large batches, slower than
-            "tma" on small ones); the fp8 designs carry Hopper's shorter fp8 accumulation, docs/NUMERICS.md);
-            None = the target's default.
+            64, "tma4" instead where next_n x heads = 96 / 128 and batch x ceil(max_context_len / 64) >= 16384,
+            else "f16" --, "tma" (TMA-fed fp8 wgmma, K from shared memory), "f16" (the score wgmma on exactly
+            converted values, fp32-accurate), "fp8" (the e4m3 wgmma with K from registers) or "tma4" (block size
+            64: at next_n x heads = 96 / 128 one block per SM with four warpgroups on a balanced schedule, faster
+            than "tma" on large batches and slower on small ones, docs/PAGED.md "Session 19"); the fp8 designs carry
+            Hopper's shorter fp8 accumulation, docs/NUMERICS.md); None = the target's default.
         stream: the stream to launch on; None = the caller framework's current stream of the arrays' device.
         arch: the target on ROCm arrays and the emulator, "gfx950" (None) or "gfx942" (MI300X / MI325X).
         fp8_format: the format of uint8 q and of the cache's key bytes, "e4m3fn" (None) or "e4m3fnuz" (gfx942

@@ -140,10 +140,11 @@ TARGETS: dict[str, PagedTarget] = {
         # fp8: the e4m3 wgmma (twice the tensor rate; Hopper's fp8 accumulation keeps fewer bits)
         # tma: block size 64 only, a producer warp streaming whole cache blocks by TMA, SS-form e4m3 wgmma
         # (the fp8 design's numerics)
-        # auto (the default, no kernels of its own): tma where it is built (block size 64), else f16
-        # (dispatch/paged_sm90.py; measured, docs/PAGED.md "Call 3"; numerics, docs/NUMERICS.md)
-        # tma4 (opt-in, session 18): at next_n x H = 96 / 128 one 640-thread block per SM, four consumer warpgroups on
-        # a balanced persistent schedule (kernels/sm90/paged_tma_wg4.cuh); `batch` after the map
+        # auto (the default, no kernels of its own): tma where it is built (block size 64), tma4 instead at next_n x H
+        # = 96 / 128 on batches of >= 16 K tiles, else f16 (dispatch/paged_sm90.py; measured, docs/PAGED.md "Call 3",
+        # "Session 19"; numerics, docs/NUMERICS.md)
+        # tma4 (session 18): at next_n x H = 96 / 128 one 640-thread block per SM, four consumer warpgroups on a
+        # balanced persistent schedule (kernels/sm90/paged_tma_wg4.cuh); `batch` after the map
         designs=("auto", "f16", "fp8", "tma", "tma4"), per_next_n=True,
         ring_bytes={d: SM90_STAGES * SM90_TILE * (d + SM90_K_PAD + SCALE_BYTES) for d in HEAD_DIMS},
         design_block_sizes={"auto": (), "tma": (SM90_TMA_BLOCK_SIZE,), "tma4": (SM90_TMA_BLOCK_SIZE,)},

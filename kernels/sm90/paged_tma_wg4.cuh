@@ -1,6 +1,6 @@
 // ===================================================================================================
-// Design "tma4" (opt-in, session 18; docs/PAGED.md "Session 18"): the decode kernel with DeepGEMM's block structure at
-// next_n x H = 96 / 128 (PAGED_TMA4_INSTANCES; its other next_n run kernels/sm90/paged_tma.cuh's persistent
+// Design "tma4" (session 18; docs/PAGED.md "Session 18", "Session 19"): the decode kernel with DeepGEMM's block
+// structure at next_n x H = 96 / 128, where "auto" runs it on batches of >= 16 K tiles (dispatch/paged_sm90.py) (PAGED_TMA4_INSTANCES; its other next_n run kernels/sm90/paged_tma.cuh's persistent
 // one-warpgroup form). The experiment switch PAGED_TMA_WG4 (off) builds the same body into design "tma"'s symbols.
 // Included by kernels/sm90/paged_tma.cuh, which keeps the shipped one-warpgroup body.
 //
