@@ -183,7 +183,8 @@ def test_sm90_plans_fit_the_sm(rng):
     from rawindexer import paged_kernels as pk
     from rawindexer.dispatch.base import KernelNotBuiltError
     from rawindexer.dispatch.paged_gfx950 import PagedPointers, PagedProblem
-    from rawindexer.dispatch.paged_sm90 import MAX_BLOCKS_PER_SM, MIN_TILES_PER_SPLIT, SHARED_PER_SM, PagedSm90Family
+    from rawindexer.dispatch.paged_sm90 import (MAX_BLOCKS_PER_SM, MIN_TILES_PER_SPLIT, SHARED_PER_SM,
+                                                PagedSm90Family, four_warpgroups_win)
 
     family = PagedSm90Family()
     try:
@@ -207,8 +208,10 @@ def test_sm90_plans_fit_the_sm(rng):
             assert plan.grid[1] == 1 or -(-ctx // 64) // plan.grid[1] >= floor
             # one kernel per next_n in the cubin (its own register allocation), one manifest entry per design
             assert plan.symbol == f"fp8_paged_mqa_logits_sm90_h{heads}_d{head_dim}_bs64_{design}_n{next_n}"
-        # the default ("auto"): tma at block size 64, f16 at the block sizes tma is not built for
-        assert family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_tma_n{next_n}")
+        # the default ("auto"): tma at block size 64 (tma4 where four_warpgroups_win: test_sm90_tma4_plan), f16 at
+        # the block sizes tma is not built for
+        auto = "tma4" if four_warpgroups_win(p) else "tma"
+        assert family.plan(p, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_{auto}_n{next_n}")
         p16 = PagedProblem(batch, next_n, heads, head_dim, 16, ctx, -(-ctx // 16), ctx, True, False, "e4m3fn", 4096)
         assert family.plan(p16, PagedPointers(0, 0, 0, 0, 0, 0), 132).symbol.endswith(f"_f16_n{next_n}")
         with pytest.raises(ValueError, match="^variant:"):

@@ -123,6 +123,18 @@ def test_auto_is_tma_where_built_else_the_exact_f16():
     assert family.resolve(64, 128, 64) == family.resolve(64, 128, 64, "auto") == "tma"
     assert family.resolve(64, 128, 16) == family.resolve(32, 64, 1) == "f16"
     assert family.resolve(64, 128, 64, "f16") == "f16", "an explicit design stands"
+    # with the call's shape: tma4 at next_n x H = 96 / 128 from AUTO_TMA4_MIN_TILES tiles (docs/PAGED.md "Session 19")
+    from rawindexer.dispatch.paged_sm90 import AUTO_TMA4_MIN_TILES
+
+    def shape(batch, next_n, heads, ctx):
+        return PagedProblem(batch, next_n, heads, 128, 64, ctx, -(-ctx // 64), ctx, True, False, "e4m3fn", 4096)
+    enough = AUTO_TMA4_MIN_TILES * 64  # keys over the batch at full length
+    assert family.resolve(64, 128, 64, None, shape(64, 2, 64, enough // 64)) == "tma4"
+    assert family.resolve(32, 128, 64, None, shape(256, 3, 32, enough // 256)) == "tma4"
+    assert family.resolve(64, 128, 64, None, shape(64, 2, 64, enough // 64 - 64)) == "tma", "a tile short per sequence"
+    assert family.resolve(64, 128, 64, None, shape(64, 1, 64, 1 << 17)) == "tma", "N = 64 stays on tma"
+    assert family.resolve(64, 128, 64, "tma", shape(64, 2, 64, 1 << 17)) == "tma", "an explicit design stands"
+    assert family.resolve(64, 128, 16, None, shape(64, 2, 64, 1 << 17)) == "f16", "tma4 is block size 64 only"
     assert family.entry(64, 128, 64)["symbol"] == "fp8_paged_mqa_logits_sm90_h64_d128_bs64_tma"
     assert family.is_supported(64, 128, 16) and family.is_supported(64, 128, 64)
     with pytest.raises(ValueError, match="^variant: "):
