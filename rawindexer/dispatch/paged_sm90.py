@@ -1,6 +1,7 @@
 """Host side of kernels/fp8_paged_mqa_logits_sm90.cu: instance choice, launch geometry, kernargs.
 
-One warpgroup (128 threads) per block; the heuristic reads host numbers only (B, max_context_len, the SM
+One consumer warpgroup per block (128 threads, + a producer warp in "tma"), four in "tma4"'s N = 96 / 128 kernels (640
+threads, one block per SM); the heuristic and the design choice read host numbers only (B, max_context_len, the SM
 count and the block's shared memory), never device memory, so a call is capturable in a CUDA graph.
 """
 from __future__ import annotations
@@ -19,9 +20,10 @@ REGISTERS_PER_SM = 65536
 #: exactly and accumulates f16 products in fp32 (prefill's "mma" class, 1e-5); "fp8" runs the e4m3 wgmma, whose
 #: accumulator is shorter than fp32 (prefill's "wg" class, 2e-3)
 LOGIT_EPS = {"f16": 1e-5, "fp8": 2e-3, "tma": 2e-3, "tma4": 2e-3}
-#: the default design: the first of AUTO_ORDER built for the call's (heads, head_dim, block_size). "tma" (block size
-#: 64) was faster than "f16" and "fp8" in every case of the H200 bench (docs/PAGED.md "Call 3") and reproduces
-#: DeepGEMM's logits to calc_diff ~4e-15; its numerics are fp8-wgmma class (docs/NUMERICS.md, decode)
+#: the default design: the first of AUTO_ORDER built for the call's (heads, head_dim, block_size), or AUTO_TMA4 below
+#: where four_warpgroups_win. "tma" (block size 64) was faster than "f16" and "fp8" in every case of the H200 bench
+#: (docs/PAGED.md "Call 3") and reproduces DeepGEMM's logits to calc_diff ~4e-15; its numerics are fp8-wgmma class
+#: (docs/NUMERICS.md, decode)
 AUTO = "auto"
 AUTO_ORDER = ("tma", "f16")
 #: where "auto" takes the four-warpgroup "tma4" instead of "tma" (its kernels/sm90/paged_tma_wg4.cuh body, at next_n x
