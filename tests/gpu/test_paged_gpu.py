@@ -10,7 +10,8 @@ Hopper's shorter fp8 accumulation, as prefill's fp8 wgmma designs in docs/NUMERI
 printed.
 Also: forced context splits; CUDA-graph capture of the three entry points (function with out=, PagedIndexer
 allocating its output inside the capture, a bound prepare_paged_mqa_logits launch) with the context lengths and
-q changed between replays (no host read of device memory); the torch-allocated output; and, with two GPUs
+q changed between replays (no host read of device memory); "auto" launching the four-warpgroup "tma4" kernel on
+a 256-sequence batch at next_n x H = 96 / 128, graded; the torch-allocated output; and, with two GPUs
 (marker ``two_gpus``), tensors on cuda:1 while the current device is 0 (device 1's current stream, no switch of
 the current device, no allocation on device 0, the mixed-device error).
 
