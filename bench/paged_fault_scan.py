@@ -13,7 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-SHAPES = "8x131072,64x32768,64x65536,64x98304,64x131072,256x32768,1x262144"
+from rawindexer.bench import shape_list  # noqa: E402  (the prefill bench's MxN list parser)
+
+SHAPES = "8x131072,64x32768,64x65536,64x98304,64x131072,256x32768,1x262144"  # B x context
 
 
 def main() -> int:
@@ -21,7 +23,7 @@ def main() -> int:
     ap.add_argument("--heads", type=int, required=True)
     ap.add_argument("--next-n", type=int, required=True)
     ap.add_argument("--design", default="tma")
-    ap.add_argument("--shapes", default=SHAPES, help="comma list of BxCONTEXT")
+    ap.add_argument("--shapes", type=shape_list, default=shape_list(SHAPES), help="comma list of BxCONTEXT")
     ap.add_argument("--dg-meta", action="store_true", help="run DeepGEMM's metadata kernel before each call")
     a = ap.parse_args()
     import torch
@@ -29,8 +31,7 @@ def main() -> int:
     import rawindexer
     from rawindexer import bench_paged as bp
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for shape in a.shapes.split(","):
-        batch, context = (int(v) for v in shape.split("x"))
+    for batch, context in a.shapes:
         tag = f"H {a.heads} next_n {a.next_n} {a.design} {batch}x{context}"
         try:
             kv, table = bp.make_cache(torch, batch, context, 64)

@@ -12,11 +12,11 @@ sequence at the full context, physical blocks shuffled. Times are GPU times per 
 "cache GB/s" = bytes of the fused cache the call must read (tokens x (D + 4)) / time; "% read bw" = that / the
 card's read bandwidth (a torch sum over 4 GiB, same run). Cases whose cache fits twice in L2 (50 MB) are
 marked L2: their bandwidth is not HBM's. "loop us" = the same call made eagerly back to back right after the
-timing (host included, CUDA events around the run): what a serving loop that does not replay a graph meets; it
-reads ~ "ours us" when the host path hides behind the kernel. "diff" = calc_diff(ours, DeepGEMM) over the valid
-columns (both from the same inputs). --ragged: each case's context lengths drawn uniformly from [context / 16,
-context] (seeded per case, the same for both kernels), as a serving batch mixes them; the byte counts are then those
-of the drawn lengths. --batches, --contexts, --next-n and --heads narrow or widen the grid (next_n up to 4, H 128).
+timing (host included; rawindexer.bench.time_loop, the prefill bench's (a): CUDA events around runs of ~3 ms of
+device time, median of 5): what a serving loop that does not replay a graph meets; it reads ~ "ours us" when the host
+path hides behind the kernel. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from the same
+inputs). --ragged: each case's context lengths drawn uniformly from [context / 16, context] (seeded per case, the
+same for both kernels), as a serving batch mixes them; the byte counts are then those of the drawn lengths. --batches, --contexts, --next-n and --heads narrow or widen the grid (next_n up to 4, H 128).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from .bench import SETTLE_S, settle
+from .bench import SETTLE_S, loop_calls, settle, time_loop
 
 REPS = 20
 L2_BYTES = 50 * 1024 * 1024
@@ -94,21 +94,6 @@ def graph_time(torch, fn, reps: int = REPS, settle_s: float = SETTLE_S, warm_s: 
     return sorted(times)[len(times) // 2]
 
 
-def loop_time(torch, fn, device_s: float, budget_s: float = 3e-3) -> float:
-    """Seconds per call of ``fn`` called eagerly back to back, as a serving loop makes it (host included): CUDA
-    events around enough calls for ~``budget_s`` of device time (at least 20), given the call's ``device_s``."""
-    calls = max(20, int(budget_s / max(device_s, 1e-6)))
-    for _ in range(5):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3 / calls
-
-
 def make_cache(torch, B: int, context: int, block_size: int):
     """Random fp8 keys (no NaN codes), positive scales, shuffled physical blocks, ``context`` tokens each."""
     dev = "cuda"
@@ -174,6 +159,12 @@ def deepgemm_call(torch, q, kv_cache, weights, lens_2d, block_table, context: in
         torch.cuda.synchronize()  # a fault of what it launched before refusing is reported here, as DeepGEMM's
         return None, f"deep_gemm.fp8_paged_mqa_logits failed ({type(exc).__name__}: {str(exc)[:120]})"
     return call, ""
+
+
+def loop_time(fn, device_s: float) -> float:
+    """Seconds per call of ``fn`` called eagerly back to back, host included (the prefill bench's (a): runs of
+    enough calls for ~3 ms of device time, given the call's ``device_s``)."""
+    return time_loop(lambda _: fn(), sets=1, reps=loop_calls(20, device_s * 1e6)) / 1e6
 
 
 def design_label(design: str, B: int, context: int, next_n: int, heads: int, block_size: int) -> str:
@@ -265,13 +256,13 @@ def run(quick: bool, block_size: int, log: Path | None, designs: tuple[str, ...]
                         dg_note_printed = True
                 else:
                     t_dg = graph_time(torch, dg, settle_s=settle_s, warm_s=warm_s)
-                    loop_dg = loop_time(torch, dg, t_dg)
+                    loop_dg = loop_time(dg, t_dg)
                     ref = dg().float()
                 for design in designs:
                     ours = lambda: rawindexer.fp8_paged_mqa_logits(  # noqa: E731
                         q_u8, kv_cache, weights, lens_1d, table, context, clean_logits=False, out=out, variant=design)
                     t_ours = graph_time(torch, ours, settle_s=settle_s, warm_s=warm_s)
-                    loop_ours = loop_time(torch, ours, t_ours)
+                    loop_ours = loop_time(ours, t_ours)
                     diff = float("nan")
                     if ref is not None:
                         ours()

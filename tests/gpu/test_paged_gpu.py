@@ -81,7 +81,6 @@ def run_case(case, clean: bool, *, seed_note: str = "", **tunables) -> tuple[boo
     import torch
 
     import rawindexer
-    from rawindexer.testing.grading import DIFF_TOLERANCE, calc_diff
 
     dev = torch.device("cuda")
     t = {name: torch.from_numpy(np.ascontiguousarray(getattr(case, name))).to(dev)
@@ -91,18 +90,26 @@ def run_case(case, clean: bool, *, seed_note: str = "", **tunables) -> tuple[boo
     rawindexer.fp8_paged_mqa_logits(t["q"], t["kv_cache"], t["weights"], t["context_lens"], t["block_table"],
                                     case.max_context_len, clean_logits=clean, out=out, **tunables)
     torch.cuda.synchronize()
-    got = padded.cpu().numpy()
+    ok, msg, _ = grade_padded(case, padded.cpu().numpy(), clean, tunables.get("variant"))
+    return ok, msg + seed_note
+
+
+def grade_padded(case, got: np.ndarray, clean: bool, design: str | None) -> tuple[bool, str, float]:
+    """(ok, message, top-k recall) of an output whose rows run past max_context_len into NaN padding: the design's
+    per-logit gate against the float64 reference, the anchors' calc_diff, and the padding left untouched."""
+    from rawindexer.testing.grading import DIFF_TOLERANCE, calc_diff
+
     ref, bound = fp8_paged_mqa_logits_ref(case.q, case.kv_cache, case.weights, case.context_lens, case.block_table,
                                           case.max_context_len, clean, with_bound=True)
     grade = grade_paged(got[:, :case.max_context_len], ref, bound, case.lengths(), clean,
-                        eps=design_eps("sm_90a", tunables.get("variant")))
+                        eps=design_eps("sm_90a", design))
     pad_ok = bool(np.isnan(got[:, case.max_context_len:]).all())
     inside = np.arange(case.max_context_len)[None, :] < case.lengths()[:, None]
     diff = calc_diff(got[:, :case.max_context_len][inside], ref[inside])
     ok = grade.ok and diff < DIFF_TOLERANCE  # the per-logit gate of the design, and the anchors' calc_diff
     recall = topk_recall(np.nan_to_num(got[:, :case.max_context_len], nan=-np.inf), ref, case.lengths())
     return ok and pad_ok, (grade.message + f", calc_diff {diff:.1e}, top-{TOP_K} recall {recall:.4f}"
-                           + ("" if pad_ok else ", ROW PADDING WRITTEN") + seed_note)
+                           + ("" if pad_ok else ", ROW PADDING WRITTEN")), recall
 
 
 SWEEP = list(itertools.product(HEADS, DIMS, BLOCK_SIZES, NEXT_N, (False, True), (True, False)))
@@ -267,14 +274,8 @@ def check_auto_four_warpgroups(rng) -> str:
                                            device="cuda")
         torch.cuda.synchronize()
         assert template.symbol.endswith(f"_tma4_n{next_n}"), f"H {heads} next_n {next_n}: auto ran {template.symbol}"
-        got = padded.cpu().numpy()
-        assert np.isnan(got[:, case.max_context_len:]).all(), f"H {heads} next_n {next_n}: row padding written"
-        ref, bound = fp8_paged_mqa_logits_ref(case.q, case.kv_cache, case.weights, case.context_lens,
-                                              case.block_table, case.max_context_len, True, with_bound=True)
-        got = got[:, :case.max_context_len]
-        grade = grade_paged(got, ref, bound, case.lengths(), True, eps=design_eps("sm_90a", "tma4"))
-        recall = topk_recall(np.nan_to_num(got, nan=-np.inf), ref, case.lengths())
-        assert grade.ok and recall >= 0.99, f"H {heads} next_n {next_n}: {grade.message}, recall {recall:.4f}"
+        ok, msg, recall = grade_padded(case, padded.cpu().numpy(), True, "tma4")
+        assert ok and recall >= 0.99, f"H {heads} next_n {next_n}: {msg}"
         report.append(f"H {heads} next_n {next_n} ({template.symbol.split('sm90_')[1]}, recall {recall:.4f})")
     return "auto at 256 x 4096 tiles ran the four-warpgroup kernel, graded: " + "; ".join(report)
 
