@@ -229,12 +229,15 @@ SM90_MAX_THREADS = 256  # __launch_bounds__ in the source
 # bench/race_sm90.py build registry.Sm90Instance lists of experiment designs on request.
 #: designs whose kernels take K's CUtensorMap (128 opaque bytes, 64-byte aligned) after KERNEL_ARGS
 SM90_TENSOR_MAP_ARGS = [("k_map", 128)]
+#: and those that also take Q's (after K's)
+SM90_Q_TENSOR_MAP_ARGS = [("q_map", 128)]
 
 
 def sm90_kernel_args(design: str) -> list[tuple[str, int]]:
     """The (name, size) parameter list of an sm_90a design's kernels, in order."""
-    extra = registry.SM90_DESIGNS[design].params.get("k_tensor_map", False)
-    return KERNEL_ARGS + (SM90_TENSOR_MAP_ARGS if extra else [])
+    params = registry.SM90_DESIGNS[design].params
+    return (KERNEL_ARGS + (SM90_TENSOR_MAP_ARGS if params.get("k_tensor_map") else [])
+            + (SM90_Q_TENSOR_MAP_ARGS if params.get("q_tensor_map") else []))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -532,7 +532,7 @@ class PreparedOp:
             from .dispatch.sm90_tensor_map import PerKPointerLaunch
             go = PerKPointerLaunch(lambda kernargs: bind(kernargs, template.pointer_offsets, spans_of),
                                    template.kernargs, tensor_map["slot"], tensor_map["n"], tensor_map["head_dim"],
-                                   tensor_map.get("block_size", 0))
+                                   tensor_map.get("block_size", 0), template.config.get("q_tensor_map"))
         prepared = _Prepared(template, go)
         with self._lock:
             shape.prepared[alignment] = prepared

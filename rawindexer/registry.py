@@ -162,8 +162,10 @@ SM90 = "sm_90a"
 def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | None = None, ss_stages: bool = False,
           experiment: bool = False, logit_eps: float | None = None, default_rank: int | None = None,
           k_tensor_map: bool = False, balanced: bool = False, q_prefetch: bool = False,
-          paired_rows: bool = False, q_shared: bool = False) -> Design:
+          paired_rows: bool = False, q_shared: bool = False, q_tensor_map: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
+    if q_tensor_map:  # a CUtensorMap of Q ([M * H, D] rows, box 128 rows) after K's (tmaqt, session 20)
+        params["q_tensor_map"] = True
     if q_shared:  # persistent: one block per SM, its consumers share one row block's Q and deal its tiles (v17)
         params["q_shared"] = True
     if paired_rows:  # grid = ceil(row blocks / 2), 8 warps: block x computes row blocks R - 1 - x and x (session 9)
@@ -232,6 +234,9 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "warps stage the next row block's Q while the current one runs (v17): auto's choice for short rows where "
           "the H200 measured it faster", consumers=4, k_tensor_map=True, q_shared=True, logit_eps=2e-3,
           default_rank=4),
+    _sm90("tmaqt", "tmaq with each row block's Q copied by one TMA box of a second tensor map (Q as [M * H, D] rows) "
+          "instead of the loader warps' cp.async (session 20)", consumers=4, k_tensor_map=True, q_shared=True,
+          q_tensor_map=True, experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared

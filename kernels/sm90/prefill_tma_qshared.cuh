@@ -68,13 +68,13 @@ __device__ long long tmaq_trace[TMAQ_TRACE_BLOCKS][TMAQ_TRACE_SLOTS];
 // The i-th row block of block b of G (snake order); >= the row block count once the block is done.
 __device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
 
-template <int H, int D, bool WKEEP>
+template <int H, int D, bool WKEEP, bool Q_MAP = false>
 __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                          const float* __restrict__ weights,
                                                          const int* __restrict__ cu_seqlen_ks,
                                                          const int* __restrict__ cu_seqlen_ke, float* __restrict__ out,
                                                          i64 out_row_stride, int M, int N, int flags,
-                                                         const TmaMap& k_map) {
+                                                         const TmaMap& k_map, const TmaMap& q_map) {
   constexpr int NC = TMA_NC;
   constexpr int BQ = 128 / H;   // rows of a row block
   constexpr int NQ = BQ * H;    // wgmma N of every consumer
@@ -121,6 +121,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
   if (tid == 0) {
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
+    if constexpr (Q_MAP) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&q_map)) : "memory");
 #pragma unroll
     for (int s = 0; s < TMAQ_QBUF; ++s) {
       mbar_init(q_full0 + 8 * s, LOADERS);
@@ -166,9 +167,18 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);  // the consumers left use i - 2
         if (lt == 0) TMAQ_STAMP_RB(15, i, 0, t_entry);
         const int m0 = rb * BQ, nrows = min(BQ, M - m0);
-        const u8* const q_rows = q + (i64)m0 * H * D;
-        cp_async_span_swizzled<D, true>(q0 + buf * Q_BYTES, q_rows, Q_BYTES, (uint32_t)nrows * H * D, q_rows, lt,
-                                        LOADERS);
+        if constexpr (Q_MAP) {
+          // DESIGN: Q by TMA ("tmaqt"): one box of NQ rows of Q's [M * H, D] map, swizzled by the copy engine and
+          // zero-filled past M * H; its bytes counted on "Q full" beside the loaders' arrivals
+          if (lt == 0) {
+            mbar_expect_tx(q_full0 + 8 * buf, Q_BYTES);
+            tma_load_tile(q0 + buf * Q_BYTES, &q_map, m0 * H, q_full0 + 8 * buf);
+          }
+        } else {
+          const u8* const q_rows = q + (i64)m0 * H * D;
+          cp_async_span_swizzled<D, true>(q0 + buf * Q_BYTES, q_rows, Q_BYTES, (uint32_t)nrows * H * D, q_rows, lt,
+                                          LOADERS);
+        }
         const float* const w_rows = weights + (i64)m0 * H;
 #pragma unroll 1
         for (uint32_t n = lt; n < NQ; n += LOADERS) {  // tmas's LDS.128 layout: column groups j, j + 1 per float4
@@ -180,7 +190,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         if (lt < BQ) win_all[buf * BQ + lt] = lt < nrows ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N)
                                                         : make_int2(0, 0);
         cp_async_wait_groups<0>();
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
+        if constexpr (!Q_MAP) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
         mbar_arrive(q_full0 + 8 * buf);
         if (lt == 0) TMAQ_STAMP_RB(15, i, 1, t_entry);
       }
@@ -263,5 +273,17 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
     (void)num_warps;                                                                                                  \
     (void)split_n;                                                                                                    \
     fp8_mqa_logits_tmaq_body<H, D, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, N, \
-                                         flags, k_map);                                                              \
+                                         flags, k_map, k_map);                                                       \
+  }
+// fp8_mqa_logits_sm90_h{H}_d{D}_bm{BQ}_tmaqt: tmaq with Q's CUtensorMap ([M * H, D] rows, box NQ rows) after K's.
+#define INSTANTIATE_tmaqt(H, D, BM)                                                                                   \
+  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmaqt(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map,           \
+                                                       const __grid_constant__ TmaMap q_map) {                        \
+    static_assert(BM == 128 / H, "tmaqt: BLOCK_M = 128 / H rows per row block");                                      \
+    (void)k;                                                                                                          \
+    (void)num_warps;                                                                                                  \
+    (void)split_n;                                                                                                    \
+    fp8_mqa_logits_tmaq_body<H, D, true, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, \
+                                               M, N, flags, k_map, q_map);                                           \
   }

@@ -367,9 +367,18 @@ class Sm90Family(KernelFamily):
         if map_slot is None:
             kernargs = pack_kernargs(entry["args"], values, entry["kernarg_size"])
         else:  # K's tensor map (v8 "tmas"): encoded for pointers.k; launch_path re-encodes per K pointer
-            kernargs = pack_kernargs([a for a in entry["args"] if a is not map_slot], values, entry["kernarg_size"])
+            maps = (sm90_tensor_map.K_MAP_ARG, sm90_tensor_map.Q_MAP_ARG)
+            kernargs = pack_kernargs([a for a in entry["args"] if a["name"] not in maps], values,
+                                     entry["kernarg_size"])
             kernargs = sm90_tensor_map.pack_tensor_map_kernargs(kernargs, map_slot, pointers.k, p.N, p.head_dim)
             config["k_tensor_map"] = {"slot": dict(map_slot), "n": p.N, "head_dim": p.head_dim}
+        q_slot = sm90_tensor_map.k_map_slot(entry["args"], sm90_tensor_map.Q_MAP_ARG)
+        if q_slot is not None:  # "tmaqt": Q's map too, encoded for pointers.q
+            buf = bytearray(kernargs)
+            buf[q_slot["offset"]:q_slot["offset"] + q_slot["size"]] = sm90_tensor_map.encode_q(
+                pointers.q, p.M * p.heads, p.head_dim)
+            kernargs = bytes(buf)
+            config["q_tensor_map"] = {"slot": dict(q_slot), "rows": p.M * p.heads, "head_dim": p.head_dim}
         return LaunchPlan(
             symbol=symbol,
             grid=(row_blocks, split_n, 1),

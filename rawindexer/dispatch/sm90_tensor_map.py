@@ -35,6 +35,8 @@ K_MAP_BYTES = 128
 #: K's index in a call's pointer tuple (Pointers order: q, k, kv_scale, weights, ks, ke, out; the paged op's
 #: PagedPointers order q, kv_cache, weights, context_lens, block_table, out has the cache at the same index)
 K_POINTER_INDEX = 1
+#: and Q's (prefill's Pointers)
+Q_POINTER_INDEX = 0
 #: bytes of a token's float32 scale after its key bytes in the paged cache (paged_kernels.SCALE_BYTES)
 PAGED_SCALE_BYTES = 4
 #: distinct K pointers one prepared launch keeps bound before it starts over
@@ -62,13 +64,14 @@ def q_shared_mem(block_m: int, heads: int, head_dim: int) -> int:
             + (2 * TMAQ_STAGES + 2 * TMAQ_QBUF) * 8 + TMA_SMEM_ALIGN)
 
 
-def map_geometry(n: int, head_dim: int, block_size: int = 0) -> tuple[list[int], list[int], list[int]]:
-    """(dims, byte strides of dims 1.., box) of the uint8 map, innermost first. block_size 0: prefill's K [n, D],
-    box {D, TMA_TILE}. block_size > 0: the paged cache of ``n`` blocks of ``block_size * (D + 4)`` bytes, its key
+def map_geometry(n: int, head_dim: int, block_size: int = 0,
+                 box_rows: int = TMA_TILE) -> tuple[list[int], list[int], list[int]]:
+    """(dims, byte strides of dims 1.., box) of the uint8 map, innermost first. block_size 0: n rows of head_dim
+    bytes (prefill's K [n, D], or "tmaqt"'s Q as [M * H, D]), box {D, box_rows}. block_size > 0: the paged cache of ``n`` blocks of ``block_size * (D + 4)`` bytes, its key
     bytes [block_size, D] first: dims {D, block_size, n}, strides {D, block_size * (D + 4)}, box {D, block_size, 1}
     (one whole block; block_size must be TMA_TILE = the kernel's tile)."""
     if not block_size:
-        return [head_dim, n], [head_dim], [head_dim, TMA_TILE]
+        return [head_dim, n], [head_dim], [head_dim, box_rows]
     if block_size != TMA_TILE:
         raise ValueError(f"block_size: the paged TMA map takes whole {TMA_TILE}-token blocks, got {block_size}")
     return ([head_dim, block_size, n], [head_dim, block_size * (head_dim + PAGED_SCALE_BYTES)],
@@ -76,7 +79,8 @@ def map_geometry(n: int, head_dim: int, block_size: int = 0) -> tuple[list[int],
 
 
 @lru_cache(maxsize=256)
-def encode_with_cuda_bindings(k_ptr: int, n: int, head_dim: int, block_size: int = 0) -> bytes:
+def encode_with_cuda_bindings(k_ptr: int, n: int, head_dim: int, block_size: int = 0,
+                              box_rows: int = TMA_TILE) -> bytes:
     """The 128 bytes of a CUtensorMap over the keys (:func:`map_geometry`), 128-byte swizzle at head_dim 128
     (64-byte at 64), zeros outside the tensor, L2 promotion 256 B."""
     import ctypes
@@ -86,7 +90,7 @@ def encode_with_cuda_bindings(k_ptr: int, n: int, head_dim: int, block_size: int
     swizzle = {128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
                64: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B}[head_dim]
     u64, u32 = cu.cuuint64_t, cu.cuuint32_t
-    dims, strides, box = map_geometry(n, head_dim, block_size)
+    dims, strides, box = map_geometry(n, head_dim, block_size, box_rows)
     err, tmap = cu.cuTensorMapEncodeTiled(
         cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8, len(dims), k_ptr, [u64(d) for d in dims],
         [u64(s) for s in strides], [u32(b) for b in box], [u32(1)] * len(dims),
@@ -119,6 +123,22 @@ def encode(k_ptr: int, n: int, head_dim: int, block_size: int = 0) -> bytes:
     return data
 
 
+#: "tmaqt": Q's map argument, and its box (one row block: BQ * H = 128 rows of Q as [M * H, D])
+Q_MAP_ARG = "q_map"
+Q_MAP_BOX_ROWS = 128
+
+
+def encode_q(q_ptr: int, rows: int, head_dim: int) -> bytes:
+    """The map of Q viewed as ``rows`` = M * H rows of head_dim bytes, box Q_MAP_BOX_ROWS rows ("tmaqt")."""
+    if q_ptr % 16 or head_dim not in (64, 128):
+        raise ValueError(f"q: the Q tensor map needs Q 16-byte aligned and head_dim 64 or 128, got "
+                         f"q % 16 = {q_ptr % 16}, head_dim = {head_dim}")
+    data = encoder(q_ptr, rows, head_dim, 0, Q_MAP_BOX_ROWS)
+    if len(data) != K_MAP_BYTES:
+        raise RuntimeError(f"tensor map encoder returned {len(data)} bytes, expected {K_MAP_BYTES}")
+    return data
+
+
 def pack_tensor_map_kernargs(kernargs: bytes, slot: dict, k_ptr: int, n: int, head_dim: int,
                              block_size: int = 0) -> bytes:
     """``kernargs`` (packed without the map) with the map of the keys at ``k_ptr`` written into ``slot``."""
@@ -131,27 +151,42 @@ def pack_tensor_map_kernargs(kernargs: bytes, slot: dict, k_ptr: int, n: int, he
 
 class PerKPointerLaunch:
     """The prepared launch ``go(stream, *pointers)`` of a template whose kernargs hold K's tensor map: one launch
-    bound by ``bind(kernargs)`` per distinct K pointer, each with the map of that pointer in its kernargs."""
+    bound by ``bind(kernargs)`` per distinct K pointer, each with the map of that pointer in its kernargs. With
+    ``q_map`` ({slot, rows, head_dim}: "tmaqt") the kernargs hold Q's map too, and a launch is bound per distinct
+    (K, Q) pointer pair."""
 
-    __slots__ = ("_bind", "_kernargs", "_slot", "_n", "_head_dim", "_block_size", "_bound", "_lock")
+    __slots__ = ("_bind", "_kernargs", "_slot", "_n", "_head_dim", "_block_size", "_q_map", "_bound", "_lock")
 
     def __init__(self, bind: Callable[[bytes], Callable[..., None]], kernargs: bytes, slot: dict, n: int,
-                 head_dim: int, block_size: int = 0) -> None:
+                 head_dim: int, block_size: int = 0, q_map: dict | None = None) -> None:
         self._bind, self._kernargs, self._slot = bind, kernargs, slot
         self._n, self._head_dim, self._block_size = n, head_dim, block_size
-        self._bound: dict[int, Callable[..., None]] = {}
+        self._q_map = q_map
+        self._bound: dict[Any, Callable[..., None]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, stream: Any, *pointers: int) -> None:
         k_ptr = pointers[K_POINTER_INDEX]
-        go = self._bound.get(k_ptr)
+        key = k_ptr if self._q_map is None else (k_ptr, pointers[Q_POINTER_INDEX])
+        go = self._bound.get(key)
         if go is None:
-            if not isinstance(k_ptr, int):
-                raise struct.error(f"k: expected an int address, got {type(k_ptr).__name__}")
-            go = self._bind(pack_tensor_map_kernargs(self._kernargs, self._slot, k_ptr, self._n, self._head_dim,
-                                                     self._block_size))
+            go = self._bind(self._kernargs_for(pointers))
             with self._lock:
                 if len(self._bound) >= MAX_BOUND_K_POINTERS:
                     self._bound.clear()
-                self._bound[k_ptr] = go
+                self._bound[key] = go
         go(stream, *pointers)
+
+    def _kernargs_for(self, pointers: tuple) -> bytes:
+        for name, index in (("k", K_POINTER_INDEX), ("q", Q_POINTER_INDEX)):
+            if not isinstance(pointers[index], int):
+                raise struct.error(f"{name}: expected an int address, got {type(pointers[index]).__name__}")
+        kernargs = pack_tensor_map_kernargs(self._kernargs, self._slot, pointers[K_POINTER_INDEX], self._n,
+                                            self._head_dim, self._block_size)
+        if self._q_map is None:
+            return kernargs
+        slot = self._q_map["slot"]
+        buf = bytearray(kernargs)
+        buf[slot["offset"]:slot["offset"] + K_MAP_BYTES] = encode_q(pointers[Q_POINTER_INDEX], self._q_map["rows"],
+                                                                  self._q_map["head_dim"])
+        return bytes(buf)
