@@ -164,7 +164,7 @@ def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | No
           k_tensor_map: bool = False, balanced: bool = False, q_prefetch: bool = False,
           paired_rows: bool = False, q_shared: bool = False, q_tensor_map: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
-    if q_tensor_map:  # a CUtensorMap of Q ([M * H, D] rows, box 128 rows) after K's (tmaqt, session 20)
+    if q_tensor_map:  # a CUtensorMap of Q ([M * H, D] rows, box 128 rows) after K's ("tmaq", v19)
         params["q_tensor_map"] = True
     if q_shared:  # persistent: one block per SM, its consumers share one row block's Q and deal its tiles (v17)
         params["q_shared"] = True
@@ -229,14 +229,15 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "tmasb2's loop length at H = 64, where tmasb3's buffer-dependent descriptors cost 4%) (v12): auto's choice "
           "where the host sees the balanced schedule win", consumers=4, k_tensor_map=True, balanced=True,
           q_prefetch=True, logit_eps=2e-3, default_rank=2),
+    _sm90("tmast", "tmas with the block's Q copied as four TMA boxes of Q's own tensor map on a barrier only the "
+          "consumers wait on, so the producer's first K tiles need not wait for Q (session 20)", consumers=4,
+          k_tensor_map=True, q_tensor_map=True, experiment=True, logit_eps=2e-3),
     _sm90("tmaq", "tmas's consumer loop with the four consumers sharing one row block of 128 / H rows and dealing its "
           "K tiles by ring position, on a persistent grid (row blocks b, 2G - 1 - b, ... per block) whose loader "
-          "warps stage the next row block's Q while the current one runs (v17): auto's choice for short rows where "
-          "the H200 measured it faster", consumers=4, k_tensor_map=True, q_shared=True, logit_eps=2e-3,
+          "warps stage the next row block while the current one runs, its Q as one TMA box of Q's own tensor map "
+          "(v17, v19): auto's choice for short rows where the H200 measured it faster", consumers=4,
+          k_tensor_map=True, q_shared=True, q_tensor_map=True, logit_eps=2e-3,
           default_rank=4),
-    _sm90("tmaqt", "tmaq with each row block's Q copied by one TMA box of a second tensor map (Q as [M * H, D] rows) "
-          "instead of the loader warps' cp.async (session 20)", consumers=4, k_tensor_map=True, q_shared=True,
-          q_tensor_map=True, experiment=True, logit_eps=2e-3),
 ]}
 
 # wgmma N = BLOCK_M * heads must be 64, 128 or 256; the mma.sync design keeps Q in 48 KB of static shared

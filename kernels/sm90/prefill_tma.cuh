@@ -275,13 +275,13 @@ __device__ __forceinline__ void tma_consumer_tiles(int tile_begin, int tile_end,
   }
 }
 
-template <int H, int D, int BM, bool WREG, bool LEAN, bool WKEEP = false>
+template <int H, int D, int BM, bool WREG, bool LEAN, bool WKEEP = false, bool QMAP = false>
 __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
                                                         const float* __restrict__ weights,
                                                         const int* __restrict__ cu_seqlen_ks,
                                                         const int* __restrict__ cu_seqlen_ke, float* __restrict__ out,
                                                         i64 out_row_stride, int M, int N, int split_n, int flags,
-                                                        const TmaMap& k_map) {
+                                                        const TmaMap& k_map, const TmaMap& q_map) {
   constexpr int NC = TMA_NC;
   constexpr int BMW = BM / NC;  // rows per consumer
   constexpr int NQ = BMW * H;   // wgmma N of one consumer
@@ -301,7 +301,8 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   u8* const ring_s = q_all + NC * Q_BYTES;                                   // [TMA_STAGES][STAGE_BYTES], swizzled
   float* const w_all = reinterpret_cast<float*>(ring_s + TMA_STAGES * STAGE_BYTES);  // [NC][NQ] ("tmas")
   int2* const win_s = reinterpret_cast<int2*>(w_all + NC * NQ);              // [BM]
-  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_s + BM);            // full[STAGES], empty[STAGES]
+  // full[STAGES], empty[STAGES] (QMAP: then "Q full")
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(win_s + BM);
   static_assert((NC * NQ * 4 + BM * 8) % 8 == 0, "mbarriers 8-byte aligned");
 
   const int tid = threadIdx.x;
@@ -326,7 +327,21 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   const uint32_t q0 = (uint32_t)__cvta_generic_to_shared(q_all);
   const u8* const q_rows = q + (i64)m0 * H * D;
   const uint32_t valid_cols = (uint32_t)nrows * H;  // columns of rows below M, over all consumers
-  cp_async_span_swizzled<D>(q0, q_rows, NC * Q_BYTES, valid_cols * D, q_rows, tid, THREADS);
+  if constexpr (QMAP) {
+    // EXPERIMENT "tmast": Q as NC TMA boxes of Q's [M * H, D] map (one per consumer, zeros past M * H) on a "Q full"
+    // barrier the consumers wait on, so the block meets (and the producer's first K tiles go out) without Q landed
+    if (tid == 0) {
+      const uint32_t q_full = (uint32_t)__cvta_generic_to_shared(bars) + 16 * TMA_STAGES;
+      mbar_init(q_full, 1);
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&q_map)) : "memory");
+      mbar_arrive_expect_tx(q_full, NC * Q_BYTES);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) tma_load_tile(q0 + c * Q_BYTES, &q_map, (m0 + c * BMW) * H, q_full);
+    }
+  } else {
+    cp_async_span_swizzled<D>(q0, q_rows, NC * Q_BYTES, valid_cols * D, q_rows, tid, THREADS);
+  }
   if constexpr (!WREG) {
     const uint32_t w0 = (uint32_t)__cvta_generic_to_shared(w_all);
     const float* const w_rows = weights + (i64)m0 * H;  // idx = (c * BMW + row) * H + head, as Q's columns
@@ -385,6 +400,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
     }
   } else {
     setmaxnreg_inc<ws_consumer_regs<NC>()>();
+    if constexpr (QMAP) mbar_wait(full0 + 16 * TMA_STAGES, 0);  // the block's Q boxes landed
     const int wg = wgi - 1;  // consumer index: rows [wg * BMW, (wg + 1) * BMW) of the block
     const int r0 = wg * BMW;
     // Accumulator column group j holds columns 8j + 2tig + {0, 1} = (row 8j / H, heads 8j % H + 2tig + {0, 1}).
@@ -494,7 +510,17 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
     (void)k;                                                                                                           \
     (void)num_warps;                                                                                                   \
     fp8_mqa_logits_tma_body<H, D, BM, WREG, LEAN, WKEEP>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,        \
-                                                  out_row_stride, M, N, split_n, flags, k_map);                        \
+                                                  out_row_stride, M, N, split_n, flags, k_map, k_map);                 \
+  }
+// EXPERIMENT "tmast": tmas with Q's CUtensorMap ([M * H, D] rows, box 128 rows) after K's.
+#define INSTANTIATE_tmast(H, D, BM)                                                                                    \
+  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                                \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmast(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map,            \
+                                                       const __grid_constant__ TmaMap q_map) {                         \
+    (void)k;                                                                                                           \
+    (void)num_warps;                                                                                                   \
+    fp8_mqa_logits_tma_body<H, D, BM, false, true, true, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,  \
+                                                               out_row_stride, M, N, split_n, flags, k_map, q_map);    \
   }
 #define INSTANTIATE_tma(H, D, BM) TMA_KERNEL(H, D, BM, tma, true, false, false)
 #define INSTANTIATE_tmas(H, D, BM) TMA_KERNEL(H, D, BM, tmas, false, true, true)

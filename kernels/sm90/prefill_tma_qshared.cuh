@@ -20,11 +20,14 @@
 // tile 0 of every row block would give consumer 0 the odd tiles of every row block).
 // DESIGN: snake order. Block b of G takes row blocks i G + b (i even) and i G + G - 1 - b (i odd): a causal row
 // block's work grows with its index, and the pairs (b, 2G - 1 - b) sum to the same.
-// DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1's Q (cp.async
-// into the swizzled layout), weights (tmas's LDS.128 layout) and clipped windows into buffer (i + 1) & 1 while the
-// consumers run row block i; they wait on the buffer's "Q empty" barrier (one arrival per consumer thread) and signal
-// "Q full" after cp.async.wait_all + fence.proxy.async. (Measured slower: one loader warp per buffer, and four buffers
-// with two row blocks' copies in flight; PERFORMANCE.md v17, calls 3 and 5.)
+// DESIGN: Q double-buffered by loader warps. Warps 1-2 of the producer warpgroup stage row block i + 1 into buffer
+// (i + 1) & 1 while the consumers run row block i: its Q as one TMA box of Q's own tensor map (Q viewed as [M * H, D]
+// rows, box BQ * H = 128 rows, swizzled by the copy engine, zeros past M * H; the box's bytes counted on the
+// buffer's "Q full" barrier), its weights (cp.async, tmas's LDS.128 layout) and clipped windows; they wait on the
+// buffer's "Q empty" barrier (one arrival per consumer thread) and arrive on "Q full" after cp.async.wait_all. The
+// 16 KB Q box replaced 1024 16-byte cp.async by the two loader warps: 0.3-0.8 us faster at 1024^2 H 64 (v19).
+// (Measured slower: one loader warp per buffer, and four buffers with two row blocks' copies in flight;
+// PERFORMANCE.md v17, calls 3 and 5.)
 // Warp 0 lane 0 streams the K tiles of row block after row block through one TMAQ_STAGES-deep ring, each row block's
 // span read from the windows in global memory (so the first tiles are in flight while Q is still being copied);
 // warp 3 runs the fused -inf fill outside each row block's span (clean_logits). Register split as "tmas"
@@ -68,8 +71,8 @@ __device__ long long tmaq_trace[TMAQ_TRACE_BLOCKS][TMAQ_TRACE_SLOTS];
 // The i-th row block of block b of G (snake order); >= the row block count once the block is done.
 __device__ __forceinline__ int tmaq_row_block(int i, int b, int G) { return i * G + ((i & 1) ? G - 1 - b : b); }
 
-template <int H, int D, bool WKEEP, bool Q_MAP = false>
-__device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ q, const float* __restrict__ kv_scale,
+template <int H, int D, bool WKEEP>
+__device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const float* __restrict__ kv_scale,
                                                          const float* __restrict__ weights,
                                                          const int* __restrict__ cu_seqlen_ks,
                                                          const int* __restrict__ cu_seqlen_ke, float* __restrict__ out,
@@ -121,7 +124,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   const uint32_t ring0 = (uint32_t)__cvta_generic_to_shared(ring_s);
   if (tid == 0) {
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&k_map)) : "memory");
-    if constexpr (Q_MAP) asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&q_map)) : "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&q_map)) : "memory");
 #pragma unroll
     for (int s = 0; s < TMAQ_QBUF; ++s) {
       mbar_init(q_full0 + 8 * s, LOADERS);
@@ -167,17 +170,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);  // the consumers left use i - 2
         if (lt == 0) TMAQ_STAMP_RB(15, i, 0, t_entry);
         const int m0 = rb * BQ, nrows = min(BQ, M - m0);
-        if constexpr (Q_MAP) {
-          // DESIGN: Q by TMA ("tmaqt"): one box of NQ rows of Q's [M * H, D] map, swizzled by the copy engine and
-          // zero-filled past M * H; its bytes counted on "Q full" beside the loaders' arrivals
-          if (lt == 0) {
-            mbar_expect_tx(q_full0 + 8 * buf, Q_BYTES);
-            tma_load_tile(q0 + buf * Q_BYTES, &q_map, m0 * H, q_full0 + 8 * buf);
-          }
-        } else {
-          const u8* const q_rows = q + (i64)m0 * H * D;
-          cp_async_span_swizzled<D, true>(q0 + buf * Q_BYTES, q_rows, Q_BYTES, (uint32_t)nrows * H * D, q_rows, lt,
-                                          LOADERS);
+        if (lt == 0) {  // the box's bytes join "Q full" before this thread's own arrival below
+          mbar_expect_tx(q_full0 + 8 * buf, Q_BYTES);
+          tma_load_tile(q0 + buf * Q_BYTES, &q_map, m0 * H, q_full0 + 8 * buf);
         }
         const float* const w_rows = weights + (i64)m0 * H;
 #pragma unroll 1
@@ -190,7 +185,6 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
         if (lt < BQ) win_all[buf * BQ + lt] = lt < nrows ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N)
                                                         : make_int2(0, 0);
         cp_async_wait_groups<0>();
-        if constexpr (!Q_MAP) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies, visible to wgmma
         mbar_arrive(q_full0 + 8 * buf);
         if (lt == 0) TMAQ_STAMP_RB(15, i, 1, t_entry);
       }
@@ -264,26 +258,17 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const u8* __restrict__ 
   }
 }
 
-// fp8_mqa_logits_sm90_h{H}_d{D}_bm{BQ}_tmaq: tmas's argument list (split_n unused: the grid is the block count).
+// fp8_mqa_logits_sm90_h{H}_d{D}_bm{BQ}_tmaq: tmas's argument list (split_n unused: the grid is the block count), then
+// Q's CUtensorMap ([M * H, D] rows of q, box 128 rows) after K's.
 #define INSTANTIATE_tmaq(H, D, BM)                                                                                    \
   extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
-      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmaq(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map) {           \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmaq(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map,            \
+                                                      const __grid_constant__ TmaMap q_map) {                         \
     static_assert(BM == 128 / H, "tmaq: BLOCK_M = 128 / H rows per row block");                                       \
+    (void)q;                                                                                                          \
     (void)k;                                                                                                          \
     (void)num_warps;                                                                                                  \
     (void)split_n;                                                                                                    \
-    fp8_mqa_logits_tmaq_body<H, D, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, N, \
-                                         flags, k_map, k_map);                                                       \
-  }
-// fp8_mqa_logits_sm90_h{H}_d{D}_bm{BQ}_tmaqt: tmaq with Q's CUtensorMap ([M * H, D] rows, box NQ rows) after K's.
-#define INSTANTIATE_tmaqt(H, D, BM)                                                                                   \
-  extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                               \
-      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmaqt(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map,           \
-                                                       const __grid_constant__ TmaMap q_map) {                        \
-    static_assert(BM == 128 / H, "tmaqt: BLOCK_M = 128 / H rows per row block");                                      \
-    (void)k;                                                                                                          \
-    (void)num_warps;                                                                                                  \
-    (void)split_n;                                                                                                    \
-    fp8_mqa_logits_tmaq_body<H, D, true, true>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, \
-                                               M, N, flags, k_map, q_map);                                           \
+    fp8_mqa_logits_tmaq_body<H, D, true>(kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out, out_row_stride, M, N,    \
+                                         flags, k_map, q_map);                                                       \
   }

@@ -373,7 +373,7 @@ class Sm90Family(KernelFamily):
             kernargs = sm90_tensor_map.pack_tensor_map_kernargs(kernargs, map_slot, pointers.k, p.N, p.head_dim)
             config["k_tensor_map"] = {"slot": dict(map_slot), "n": p.N, "head_dim": p.head_dim}
         q_slot = sm90_tensor_map.k_map_slot(entry["args"], sm90_tensor_map.Q_MAP_ARG)
-        if q_slot is not None:  # "tmaqt": Q's map too, encoded for pointers.q
+        if q_slot is not None:  # "tmaq" (v19): Q's map too, encoded for pointers.q; launch_path re-encodes per Q
             buf = bytearray(kernargs)
             buf[q_slot["offset"]:q_slot["offset"] + q_slot["size"]] = sm90_tensor_map.encode_q(
                 pointers.q, p.M * p.heads, p.head_dim)
@@ -415,8 +415,10 @@ class Sm90Family(KernelFamily):
             split_n = min(cost, key=lambda s: (cost[s], s))
         shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.design] * p.head_dim
                       + consumers * nq * 4)
-        if registry.SM90_DESIGNS[self.design].params.get("k_tensor_map"):
-            shared_mem = sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
+        params = registry.SM90_DESIGNS[self.design].params
+        if params.get("k_tensor_map"):  # (a Q map: one more mbarrier, "Q full")
+            shared_mem = (sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
+                          + 8 * bool(params.get("q_tensor_map")))
         return self._launch_plan(symbol, p, t, pointers, block_m, row_blocks, split_n, warps, shared_mem)
 
     def _plan_q_shared(self, p: Problem, t: Tunables, pointers: Pointers, cus: int, symbol: str, block_m: int,

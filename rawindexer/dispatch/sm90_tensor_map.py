@@ -13,10 +13,14 @@ aligned). The map holds K's address, so a plan's kernargs are only right for the
 * :class:`PerKPointerLaunch` is the prepared launch of such a template: one backend-bound launch per distinct K
   pointer (the map re-encoded only when the K pointer changes; a serving loop over one K buffer encodes once).
 
+"tmaq" (kernels/sm90/prefill_tma_qshared.cuh, v19) takes a second map, of Q viewed as [M * H, D] rows with a box of
+one row block (128 rows), in its ``q_map`` slot: :func:`encode_q`, recorded in ``config["q_tensor_map"]``; its
+prepared launch is bound per distinct (K, Q) pointer pair.
+
 Encoding is ``cuTensorMapEncodeTiled`` (driver API, host-only, no device work) through cuda-bindings, cached by
-(K pointer, N, D[, block_size]); :data:`encoder` can be replaced (tests use a fake driver without it); it is called
-``encoder(k_ptr, n, head_dim)`` for prefill's map and ``encoder(k_ptr, num_blocks, head_dim, block_size)`` for the
-paged cache's.
+(pointer, rows, D, block_size, box rows); :data:`encoder` can be replaced (tests use a fake driver without it); it is
+called ``encoder(k_ptr, n, head_dim)`` for prefill's K map, ``encoder(k_ptr, num_blocks, head_dim, block_size)`` for
+the paged cache's and ``encoder(q_ptr, M * H, head_dim, 0, 128)`` for Q's.
 """
 from __future__ import annotations
 
@@ -67,7 +71,7 @@ def q_shared_mem(block_m: int, heads: int, head_dim: int) -> int:
 def map_geometry(n: int, head_dim: int, block_size: int = 0,
                  box_rows: int = TMA_TILE) -> tuple[list[int], list[int], list[int]]:
     """(dims, byte strides of dims 1.., box) of the uint8 map, innermost first. block_size 0: n rows of head_dim
-    bytes (prefill's K [n, D], or "tmaqt"'s Q as [M * H, D]), box {D, box_rows}. block_size > 0: the paged cache of ``n`` blocks of ``block_size * (D + 4)`` bytes, its key
+    bytes (prefill's K [n, D], or "tmaq"'s Q as [M * H, D]), box {D, box_rows}. block_size > 0: the paged cache of ``n`` blocks of ``block_size * (D + 4)`` bytes, its key
     bytes [block_size, D] first: dims {D, block_size, n}, strides {D, block_size * (D + 4)}, box {D, block_size, 1}
     (one whole block; block_size must be TMA_TILE = the kernel's tile)."""
     if not block_size:
@@ -123,13 +127,13 @@ def encode(k_ptr: int, n: int, head_dim: int, block_size: int = 0) -> bytes:
     return data
 
 
-#: "tmaqt": Q's map argument, and its box (one row block: BQ * H = 128 rows of Q as [M * H, D])
+#: "tmaq" (v19): Q's map argument, and its box (one row block: BQ * H = 128 rows of Q as [M * H, D])
 Q_MAP_ARG = "q_map"
 Q_MAP_BOX_ROWS = 128
 
 
 def encode_q(q_ptr: int, rows: int, head_dim: int) -> bytes:
-    """The map of Q viewed as ``rows`` = M * H rows of head_dim bytes, box Q_MAP_BOX_ROWS rows ("tmaqt")."""
+    """The map of Q viewed as ``rows`` = M * H rows of head_dim bytes, box Q_MAP_BOX_ROWS rows ("tmaq")."""
     if q_ptr % 16 or head_dim not in (64, 128):
         raise ValueError(f"q: the Q tensor map needs Q 16-byte aligned and head_dim 64 or 128, got "
                          f"q % 16 = {q_ptr % 16}, head_dim = {head_dim}")
@@ -152,7 +156,7 @@ def pack_tensor_map_kernargs(kernargs: bytes, slot: dict, k_ptr: int, n: int, he
 class PerKPointerLaunch:
     """The prepared launch ``go(stream, *pointers)`` of a template whose kernargs hold K's tensor map: one launch
     bound by ``bind(kernargs)`` per distinct K pointer, each with the map of that pointer in its kernargs. With
-    ``q_map`` ({slot, rows, head_dim}: "tmaqt") the kernargs hold Q's map too, and a launch is bound per distinct
+    ``q_map`` ({slot, rows, head_dim}: "tmaq") the kernargs hold Q's map too, and a launch is bound per distinct
     (K, Q) pointer pair."""
 
     __slots__ = ("_bind", "_kernargs", "_slot", "_n", "_head_dim", "_block_size", "_q_map", "_bound", "_lock")

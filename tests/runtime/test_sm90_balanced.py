@@ -84,7 +84,7 @@ def balanced_dir(tmp_path):
 
 @pytest.fixture
 def encoder(monkeypatch):
-    monkeypatch.setattr(sm90_tensor_map, "encoder", lambda k_ptr, n, head_dim: bytes(128))
+    monkeypatch.setattr(sm90_tensor_map, "encoder", lambda ptr, n, head_dim, *layout: bytes(128))
 
 
 @pytest.mark.parametrize("design", sorted(sb.PIECE_COSTS))

@@ -67,7 +67,7 @@ def test_the_paired_rule_holds_where_pairs_were_measured_faster(M, N, H, pairs):
 def test_auto_takes_row_block_pairs_where_they_were_measured_faster(family_dir, monkeypatch, M, N, H, want):
     from rawindexer.dispatch import sm90_tensor_map
 
-    monkeypatch.setattr(sm90_tensor_map, "encoder", lambda k_ptr, n, head_dim: bytes(128))  # tmaq's K map, no driver
+    monkeypatch.setattr(sm90_tensor_map, "encoder", lambda ptr, n, head_dim, *layout: bytes(128))  # tmaq's K map, no driver
     plan = _plan(family_dir, M, N, H)
     assert plan.config["design"] == want
     if want == "wgpr":

@@ -3,6 +3,7 @@ default's choice between "tmas" and "wg", and the launch path's re-encoding per 
 (the encoder is replaced: cuTensorMapEncodeTiled needs a real driver)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -28,18 +29,19 @@ def _has_tmas() -> bool:
 pytestmark = pytest.mark.skipif(not _has_tmas(), reason="the kernel directory has no sm_90a tmas kernels (run make)")
 
 
-def fake_map(k_ptr: int, n: int, head_dim: int) -> bytes:
-    """128 bytes that name their inputs, so a test can read back which K pointer a launch's map was made for."""
-    return k_ptr.to_bytes(8, "little") + n.to_bytes(8, "little") + head_dim.to_bytes(8, "little") + bytes(104)
+def fake_map(ptr: int, n: int, head_dim: int, *layout: int) -> bytes:
+    """128 bytes that name their inputs, so a test can read back which pointer (and, for Q's map, which block size
+    and box) a launch's map was made for."""
+    return b"".join(v.to_bytes(8, "little") for v in (ptr, n, head_dim, *layout)).ljust(128, b"\0")
 
 
 @pytest.fixture
 def encoder(monkeypatch):
-    calls: list[tuple[int, int, int]] = []
+    calls: list[tuple[int, ...]] = []
 
-    def encode(k_ptr: int, n: int, head_dim: int) -> bytes:
-        calls.append((k_ptr, n, head_dim))
-        return fake_map(k_ptr, n, head_dim)
+    def encode(ptr: int, n: int, head_dim: int, *layout: int) -> bytes:
+        calls.append((ptr, n, head_dim, *layout))
+        return fake_map(ptr, n, head_dim, *layout)
 
     monkeypatch.setattr(sm90_tensor_map, "encoder", encode)
     return calls
@@ -114,6 +116,39 @@ def test_per_k_pointer_launch_rebinds_only_when_k_changes(encoder):
     assert encoder == [(0x2000, 8192, 128), (0x4000, 8192, 128)]
 
 
+def test_tmaq_plan_carries_the_maps_of_its_k_and_q_pointers(encoder):
+    """tmaq (v19) copies each row block's Q as one box of Q's own map: Q viewed as M * H rows of head_dim bytes,
+    box 128 rows, in the q_map slot after K's map."""
+    plan = _family("tmaq").plan(Problem(1000, 1024, 64, 128, 1024, True), Tunables(), PTRS, 132)
+    assert plan.symbol == "fp8_mqa_logits_sm90_h64_d128_bm2_tmaq"
+    k_slot, q_slot = plan.config["k_tensor_map"]["slot"], plan.config["q_tensor_map"]["slot"]
+    assert q_slot["name"] == "q_map" and q_slot["offset"] >= k_slot["offset"] + 128
+    assert plan.kernargs[k_slot["offset"]:k_slot["offset"] + 128] == fake_map(PTRS.k, 1024, 128)
+    assert plan.kernargs[q_slot["offset"]:q_slot["offset"] + 128] == fake_map(PTRS.q, 1000 * 64, 128, 0, 128)
+    assert sm90_tensor_map.map_geometry(1000 * 64, 128, 0, 128) == ([128, 64000], [128], [128, 128])
+    with pytest.raises(ValueError, match="q must be 16-byte aligned"):
+        _family("tmaq").plan(Problem(1000, 1024, 64, 128, 1024, True), Tunables(), dataclasses.replace(PTRS, q=PTRS.q + 8), 132)
+
+
+def test_per_pointer_launch_with_a_q_map_rebinds_when_k_or_q_changes(encoder):
+    bound: list[bytes] = []
+
+    def bind(kernargs: bytes):
+        bound.append(kernargs)
+        return lambda stream, *ptrs: None
+
+    k_slot, q_slot = {"name": "k_map", "offset": 112, "size": 128}, {"name": "q_map", "offset": 240, "size": 128}
+    go = sm90_tensor_map.PerKPointerLaunch(bind, bytes(368), k_slot, 1024, 128,
+                                           q_map={"slot": q_slot, "rows": 4096, "head_dim": 128})
+    calls = [(0x1000, 0x2000), (0x1000, 0x2000), (0x5000, 0x2000), (0x1000, 0x4000), (0x5000, 0x2000)]
+    for q, k in calls:
+        go(0, q, k, 0, 0, 0, 0, 0)
+    assert len(bound) == 3, "one bound launch per distinct (K, Q) pair"
+    for kernargs, (q, k) in zip(bound, [(0x1000, 0x2000), (0x5000, 0x2000), (0x1000, 0x4000)]):
+        assert kernargs[112:240] == fake_map(k, 1024, 128)
+        assert kernargs[240:368] == fake_map(q, 4096, 128, 0, 128)
+
+
 @pytest.fixture(params=["bindings", "ctypes", "shim", "ext"])
 def cuda2(monkeypatch, request):
     return two_gpu_node(monkeypatch, request.param)
@@ -152,5 +187,24 @@ def test_launch_path_binds_the_balanced_schedule_like_tmas(cuda2, encoder):
         slot = t.config["k_tensor_map"]["slot"]
         assert t.symbol.endswith("_" + sm90.AUTO_BALANCED) and t.config["balanced_blocks"] == t.grid[0]
         assert args[slot["offset"]:slot["offset"] + 128] == fake_map(p[1], 65536, 128)
+        assert tuple(int.from_bytes(args[8 * i:8 * i + 8], "little") for i in range(7)) == tuple(p)
+    api._RAW.clear()
+
+
+def test_launch_path_writes_the_maps_of_each_calls_k_and_q(cuda2, encoder):
+    """The default at 1024^2 H 64 is tmaq, whose kernargs hold Q's map as well as K's: a call with a new Q pointer
+    (same K) must get a map of its own Q, never the previous call's."""
+    api._RAW.clear()
+    ptrs = [0x100000 * (i + 1) for i in range(7)]
+    other_q = [0xA00000] + ptrs[1:]
+    other_k = ptrs[:1] + [0x900000] + ptrs[2:]
+    kw = dict(M=1024, N=1024, num_heads=64, head_dim=128, stream=stream_of(0, 5), device="cuda")
+    for p in (ptrs, other_q, ptrs, other_k):
+        t = rawindexer.launch(*p, **kw)
+        args = cuda2.launches()[-1][1][7]
+        k_slot, q_slot = t.config["k_tensor_map"]["slot"], t.config["q_tensor_map"]["slot"]
+        assert t.symbol.endswith("_tmaq")
+        assert args[k_slot["offset"]:k_slot["offset"] + 128] == fake_map(p[1], 1024, 128)
+        assert args[q_slot["offset"]:q_slot["offset"] + 128] == fake_map(p[0], 1024 * 64, 128, 0, 128)
         assert tuple(int.from_bytes(args[8 * i:8 * i + 8], "little") for i in range(7)) == tuple(p)
     api._RAW.clear()
