@@ -41,7 +41,7 @@ LONG = [(4096, 32768), (2048, 65536), (1024, 131072)]
 RACE_BUILD = Path(os.environ.get("RAWINDEXER_RACE_BUILD", ROOT / "build" / "race"))
 #: what --build compiles: the shipped wg plus every warp-specialised form ((design, consumers); BLOCK_M = nc * 128 / H)
 RACE_DESIGNS = (("wgpr", 1), ("ws", 2), ("ws3", 3), ("ws4", 4), ("ws4n", 4), ("wss", 4), ("tma", 4), ("tmas", 4), ("tmas8", 4), ("tmas9", 4),
-                ("tmasb", 4), ("tmasb2", 4), ("tmasb3", 4), ("tmasb4", 4), ("tmaq", 1), ("tmast", 4))
+                ("tmasb", 4), ("tmasb2", 4), ("tmasb3", 4), ("tmasb4", 4), ("tmaq", 1))
 
 
 def build_race(only: tuple[str, ...] = (), defines: tuple[str, ...] = ()) -> None:

@@ -190,7 +190,9 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
     _sm90("tmas", "warp-specialised SS wgmma: one producer lane fills an 8-stage K ring with TMA tensor copies "
           "(128B swizzle; K's tensor map is a kernel argument), four consumer warpgroups (N = 128 each), weights "
           "in shared memory (v8; at H >= 64 six of eight float4s kept in registers, v9); uniform wgmma descriptors, "
-          "unmasked stores on interior tiles (v9)", consumers=4, k_tensor_map=True, logit_eps=2e-3, default_rank=0),
+          "unmasked stores on interior tiles (v9); the block's Q as four TMA boxes of Q's own tensor map, which only "
+          "the consumers wait for (v19)", consumers=4, k_tensor_map=True, q_tensor_map=True, logit_eps=2e-3,
+          default_rank=0),
     _sm90("wgr", "the wg score MMA with the head reduce on the tensor cores (relu + bf16 pack, bf16 mma.sync "
           "against block-diagonal weights)", logit_eps=1e-2),
     _sm90("ws", "warp-specialised wgmma: a producer warp fills a K ring with cp.async.bulk + mbarriers, two "
@@ -229,9 +231,6 @@ SM90_DESIGNS: dict[str, Design] = {d.name: d for d in [
           "tmasb2's loop length at H = 64, where tmasb3's buffer-dependent descriptors cost 4%) (v12): auto's choice "
           "where the host sees the balanced schedule win", consumers=4, k_tensor_map=True, balanced=True,
           q_prefetch=True, logit_eps=2e-3, default_rank=2),
-    _sm90("tmast", "tmas with the block's Q copied as four TMA boxes of Q's own tensor map on a barrier only the "
-          "consumers wait on, so the producer's first K tiles need not wait for Q (session 20)", consumers=4,
-          k_tensor_map=True, q_tensor_map=True, experiment=True, logit_eps=2e-3),
     _sm90("tmaq", "tmas's consumer loop with the four consumers sharing one row block of 128 / H rows and dealing its "
           "K tiles by ring position, on a persistent grid (row blocks b, 2G - 1 - b, ... per block) whose loader "
           "warps stage the next row block while the current one runs, its Q as one TMA box of Q's own tensor map "

@@ -313,7 +313,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   const int wgi = LEAN ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4, wq = warp % 4;
   const int gid = lane >> 2, tig = lane & 3;
 
-  // DESIGN: Q staging by cp.async. Q (and the weights) of the block go to shared memory as cp.async copies, all of
+  // Q staging by cp.async (the experiment forms; "tmas" takes Q by TMA, QMAP below). Q (and the weights) of the block go to shared memory as cp.async copies, all of
   // them in flight at once and issued before the windows are read (they need only the row block); the wait comes
   // just before the ring's barrier. A rolled LDG -> STS loop waited one memory latency per trip: ncu put 13% of the
   // stall samples of 4096^2 multi_req H = 32 on its stores (docs/PERFORMANCE.md v13). Consumer c's Q = rows
@@ -328,8 +328,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   const u8* const q_rows = q + (i64)m0 * H * D;
   const uint32_t valid_cols = (uint32_t)nrows * H;  // columns of rows below M, over all consumers
   if constexpr (QMAP) {
-    // EXPERIMENT "tmast": Q as NC TMA boxes of Q's [M * H, D] map (one per consumer, zeros past M * H) on a "Q full"
-    // barrier the consumers wait on, so the block meets (and the producer's first K tiles go out) without Q landed
+    // DESIGN: Q by TMA ("tmas", v19): NC boxes of Q's [M * H, D] map (one per consumer, zeros past M * H) on a "Q
+    // full" barrier only the consumers wait on, so the block meets and the producer's first K tiles go out while Q
+    // is still in flight (the cp.async form below made every thread wait for its Q copies before the block met)
     if (tid == 0) {
       const uint32_t q_full = (uint32_t)__cvta_generic_to_shared(bars) + 16 * TMA_STAGES;
       mbar_init(q_full, 1);
@@ -512,10 +513,11 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
     fp8_mqa_logits_tma_body<H, D, BM, WREG, LEAN, WKEEP>(q, kv_scale, weights, cu_seqlen_ks, cu_seqlen_ke, out,        \
                                                   out_row_stride, M, N, split_n, flags, k_map, k_map);                 \
   }
-// EXPERIMENT "tmast": tmas with Q's CUtensorMap ([M * H, D] rows, box 128 rows) after K's.
-#define INSTANTIATE_tmast(H, D, BM)                                                                                    \
+// "tmas": the lean consumer loop with weights kept (v9) and Q's CUtensorMap ([M * H, D] rows, box 128 rows) after
+// K's (v19).
+#define INSTANTIATE_tmas(H, D, BM)                                                                                     \
   extern "C" __global__ void __launch_bounds__(ws_threads<TMA_NC>(), 1)                                                \
-      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmast(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map,            \
+      fp8_mqa_logits_sm90_h##H##_d##D##_bm##BM##_tmas(KERNEL_PARAMS, const __grid_constant__ TmaMap k_map,             \
                                                        const __grid_constant__ TmaMap q_map) {                         \
     (void)k;                                                                                                           \
     (void)num_warps;                                                                                                   \
@@ -523,6 +525,5 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
                                                                out_row_stride, M, N, split_n, flags, k_map, q_map);    \
   }
 #define INSTANTIATE_tma(H, D, BM) TMA_KERNEL(H, D, BM, tma, true, false, false)
-#define INSTANTIATE_tmas(H, D, BM) TMA_KERNEL(H, D, BM, tmas, false, true, true)
 #define INSTANTIATE_tmas8(H, D, BM) TMA_KERNEL(H, D, BM, tmas8, false, false, false)  // tmas as v8 shipped it
 #define INSTANTIATE_tmas9(H, D, BM) TMA_KERNEL(H, D, BM, tmas9, false, true, false)   // v9 without WKEEP

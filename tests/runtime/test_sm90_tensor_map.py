@@ -61,15 +61,18 @@ def _slot(plan) -> dict:
 PTRS = Pointers(*[0x100000 * (i + 1) for i in range(7)])
 
 
-def test_tmas_plan_carries_the_map_of_its_k_pointer(encoder):
+def test_tmas_plan_carries_the_maps_of_its_k_and_q_pointers(encoder):
     plan = _family("tmas").plan(Problem(4096, 32768, 32, 128, 32768, True), Tunables(), PTRS, 132)
     assert plan.symbol == "fp8_mqa_logits_sm90_h32_d128_bm16_tmas"
     assert plan.block == (640, 1, 1) and plan.grid == (256, 1, 1)
-    assert plan.shared_mem == sm90_tensor_map.shared_mem(16, 32, 128, 4) <= 227 * 1024
-    slot = _slot(plan)
+    # (+ 8: the "Q full" mbarrier of the Q boxes, v19)
+    assert plan.shared_mem == sm90_tensor_map.shared_mem(16, 32, 128, 4) + 8 <= 227 * 1024
+    slot, q_slot = _slot(plan), plan.config["q_tensor_map"]["slot"]
     assert plan.kernargs[slot["offset"]:slot["offset"] + 128] == fake_map(PTRS.k, 32768, 128)
+    assert plan.kernargs[q_slot["offset"]:q_slot["offset"] + 128] == fake_map(PTRS.q, 4096 * 32, 128, 0, 128)
     assert int.from_bytes(plan.kernargs[8:16], "little") == PTRS.k, "the k slot keeps the pointer too"
-    assert encoder == [(PTRS.k, 32768, 128)]
+    assert int.from_bytes(plan.kernargs[0:8], "little") == PTRS.q, "and the q slot its pointer"
+    assert encoder == [(PTRS.k, 32768, 128), (PTRS.q, 4096 * 32, 128, 0, 128)]
 
 
 def test_auto_takes_tmas_for_long_rows_and_wg_or_tmaq_otherwise(encoder):
@@ -168,8 +171,10 @@ def test_launch_path_writes_the_map_of_each_calls_k(cuda2, encoder):
         assert t.symbol.endswith("_tmas")
         assert args[slot["offset"]:slot["offset"] + 128] == fake_map(p[1], 8192, 128)
         assert tuple(int.from_bytes(args[8 * i:8 * i + 8], "little") for i in range(7)) == tuple(p)
-    # the template's placeholder K, then one map per real K pointer (the repeats reuse theirs)
-    assert [c[0] for c in encoder[1:]] == [ptrs[1], other_k[1]]
+    # the template's placeholder K and Q, then one K map per real K pointer (the repeats reuse theirs), each bound
+    # launch with the map of its Q (the same Q pointer throughout)
+    k_maps = [c[0] for c in encoder[2:] if len(c) == 3]
+    assert k_maps == [ptrs[1], other_k[1]] and {c[0] for c in encoder[2:] if len(c) == 5} == {ptrs[0]}
     api._RAW.clear()
 
 
