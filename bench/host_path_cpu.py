@@ -72,8 +72,8 @@ def setup(lib: Path):
     mp.setattr(launch_path, "_torch_raw_stream", lambda device_id: 0x50001)
     # the TMA designs encode a CUtensorMap on the host (a driver call): 128 bytes naming the inputs stand in
     from rawindexer.dispatch import sm90_tensor_map
-    mp.setattr(sm90_tensor_map, "encoder", lambda ptr, n, head_dim, block_size=0: (
-        b"".join(v.to_bytes(8, "little") for v in (ptr, n, head_dim, block_size)) + bytes(96)))
+    mp.setattr(sm90_tensor_map, "encoder", lambda ptr, n, head_dim, *layout: (
+        b"".join(v.to_bytes(8, "little") for v in (ptr, n, head_dim, *layout)).ljust(128, b"\0")))
     M, N, H, D = 1024, 1024, 64, 128
 
     def aligned(shape: tuple, dtype: torch.dtype) -> torch.Tensor:

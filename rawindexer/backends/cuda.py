@@ -303,7 +303,9 @@ class CudaBackend(DriverBackend):
         """The per-call launch of a prepared kernel (see :meth:`Backend.bind_launch`). On libcuda: the C launcher
         when built (one foreign call: context check and switch, launch, restore), else ctypes with every argument
         but the stream converted here, once; with cuda-bindings alone (or a fake driver) the generic route."""
-        if shared_mem > 0:  # static + dynamic above 48 KB needs the raised limit: set it once, here
+        # static + dynamic above 48 KB needs the raised limit: set once per function and size (binding runs again
+        # for each new K / Q pointer of the tensor-map designs, so the check comes before any context switch)
+        if shared_mem > 0 and self._dyn_shared.get(self._function_key(function), 0) < shared_mem:
             with self.on_device(device_id):
                 self._allow_dynamic_shared(function, int(shared_mem))
         raw = self._raw
@@ -442,9 +444,13 @@ class CudaBackend(DriverBackend):
                 check((driver_error(err),), "cuLaunchKernel")
         return go
 
+    @staticmethod
+    def _function_key(function: Any) -> int:
+        return int(function) if hasattr(function, "__int__") else id(function)
+
     def _allow_dynamic_shared(self, function: Any, nbytes: int) -> None:
         """Raise the function's dynamic shared-memory limit (needed above 48 KB), once per function and size."""
-        key = int(function) if hasattr(function, "__int__") else id(function)
+        key = self._function_key(function)
         if self._dyn_shared.get(key, 0) >= nbytes:
             return
         attr = self.driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES

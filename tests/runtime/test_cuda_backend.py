@@ -38,18 +38,22 @@ def test_every_variant_built_without_spills_or_local_memory(sm90_target):
 
 
 def test_kernarg_layout_matches_the_gfx950_argument_list(sm90_target):
-    """Every kernel takes the gfx950 argument list at the gfx950 offsets; the TMA designs ("tmas", "tmasb4") add K's 128-byte
-    tensor map after it, where the parameter bank address (c[0x0][0x210] + offset) is 64-byte aligned."""
+    """Every kernel takes the gfx950 argument list at the gfx950 offsets; the TMA designs ("tmas", "tmasb4", "tmaq") add
+    K's 128-byte tensor map after it, and those that take Q by TMA ("tmas", "tmaq", v19) Q's after K's, each where the
+    parameter bank address (c[0x0][0x210] + offset) is 64-byte aligned."""
     _, target = sm90_target
     for name, k in target["kernels"].items():
         common = k["args"][:len(build.KERNEL_ARGS)]
         assert [a["name"] for a in common] == [n for n, _ in build.KERNEL_ARGS], name
         assert [a["offset"] for a in common] == EXPECTED_OFFSETS, name
         assert [a["size"] for a in common] == [s for _, s in build.KERNEL_ARGS], name
-        if registry.SM90_DESIGNS[k["params"]["design"]].params.get("k_tensor_map"):  # "tmas", "tmasb4"
-            (extra,) = k["args"][len(build.KERNEL_ARGS):]
-            assert (extra["name"], extra["size"]) == ("k_map", 128) and (0x210 + extra["offset"]) % 64 == 0, name
-            assert k["kernarg_size"] == extra["offset"] + 128, name
+        params = registry.SM90_DESIGNS[k["params"]["design"]].params
+        if params.get("k_tensor_map"):
+            maps = k["args"][len(build.KERNEL_ARGS):]
+            assert [m["name"] for m in maps] == ["k_map"] + (["q_map"] if params.get("q_tensor_map") else []), name
+            for m in maps:
+                assert m["size"] == 128 and (0x210 + m["offset"]) % 64 == 0, name
+            assert k["kernarg_size"] == maps[-1]["offset"] + 128, name
         else:
             assert len(k["args"]) == len(build.KERNEL_ARGS) and k["kernarg_size"] == 84, name
 
