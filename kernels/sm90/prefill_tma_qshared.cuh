@@ -41,13 +41,6 @@ constexpr int TMAQ_QBUF = 2;        // Q / weights / windows buffers
 // Q-shared layout frees the shared memory: 128 KB of ring at D = 128); mirrored in dispatch/sm90_tensor_map.py
 constexpr int TMAQ_STAGES = 16;
 constexpr int TMAQ_LOADER_WARPS = 2;  // warps 1 .. TMAQ_LOADER_WARPS of the producer warpgroup stage Q
-// EXPERIMENT (TMAQ_Q_AHEAD, session 20): warp 1's lane 0 issues each row block's Q box as soon as its buffer is free,
-// on its own (one arrive.expect_tx), and warp 2 alone stages the weights and windows (32 arrivals): the Q boxes no
-// longer wait for the previous row block's weight copies.
-#ifndef TMAQ_Q_AHEAD
-#define TMAQ_Q_AHEAD 0
-#endif
-constexpr int TMAQ_Q_FULL_ARRIVALS = TMAQ_Q_AHEAD ? WARP + 1 : TMAQ_LOADER_WARPS * WARP;
 // DIAGNOSTIC (TMAQ_TRACE, never in a shipped build): per block, SM cycle stamps (clock64, relative to the stamping
 // thread's own start) of each role's steps for its first TMAQ_TRACE_ROW_BLOCKS row blocks, plus %globaltimer at entry
 // and exit to line blocks up; read back by bench/tmaq_trace.py through cuModuleGetGlobal (docs/PERFORMANCE.md v18).
@@ -134,7 +127,7 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const float* __restrict
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&q_map)) : "memory");
 #pragma unroll
     for (int s = 0; s < TMAQ_QBUF; ++s) {
-      mbar_init(q_full0 + 8 * s, TMAQ_Q_FULL_ARRIVALS);
+      mbar_init(q_full0 + 8 * s, LOADERS);
       mbar_init(q_empty0 + 8 * s, 128 * NC);
     }
   }
@@ -167,42 +160,6 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const float* __restrict
           TMAQ_STAMP_RB(3, i, 1, t_entry);
         }
       }
-#if TMAQ_Q_AHEAD
-    } else if (warp == 1) {
-      if (lane == 0) {
-#pragma unroll 1
-        for (int i = 0;; ++i) {
-          const int rb = tmaq_row_block(i, b, G);
-          if (rb >= R) break;
-          const int buf = i & 1;
-          if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);  // the consumers left use i - 2
-          mbar_arrive_expect_tx(q_full0 + 8 * buf, Q_BYTES);
-          tma_load_tile(q0 + buf * Q_BYTES, &q_map, rb * BQ * H, q_full0 + 8 * buf);
-        }
-      }
-    } else if (warp == 2) {
-      const int lt = lane;
-#pragma unroll 1
-      for (int i = 0;; ++i) {
-        const int rb = tmaq_row_block(i, b, G);
-        if (rb >= R) break;
-        const int buf = i & 1;
-        if (i >= TMAQ_QBUF) mbar_wait(q_empty0 + 8 * buf, ((i >> 1) - 1) & 1);
-        const int m0 = rb * BQ, nrows = min(BQ, M - m0);
-        const float* const w_rows = weights + (i64)m0 * H;
-#pragma unroll 1
-        for (uint32_t n = lt; n < NQ; n += WARP) {
-          const bool ok = n < (uint32_t)nrows * H;
-          const uint32_t j = n / 8, slot = 16 * (j / 2) + 4 * ((n % 8) / 2) + 2 * (j % 2) + n % 2;
-          cp_async4_zfill(w0 + 4 * (buf * NQ + slot), w_rows + (ok ? n : 0), ok ? 4u : 0u);
-        }
-        cp_async_commit_group();
-        if (lt < BQ) win_all[buf * BQ + lt] = lt < nrows ? clipped_window(cu_seqlen_ks, cu_seqlen_ke, m0 + lt, N)
-                                                        : make_int2(0, 0);
-        cp_async_wait_groups<0>();
-        mbar_arrive(q_full0 + 8 * buf);
-      }
-#else
     } else if (warp <= TMAQ_LOADER_WARPS) {
       const int lt = tid - WARP;  // 0 .. LOADERS - 1
 #pragma unroll 1
@@ -231,7 +188,6 @@ __device__ __forceinline__ void fp8_mqa_logits_tmaq_body(const float* __restrict
         mbar_arrive(q_full0 + 8 * buf);
         if (lt == 0) TMAQ_STAMP_RB(15, i, 1, t_entry);
       }
-#endif
     } else if (clean) {
       // DESIGN: fused -inf fill outside each row block's span, by the last warp (disjoint from the tiles' stores)
       const bool vec4 = flags & FLAG_VEC4_FILL;
