@@ -12,14 +12,16 @@
 // The tensor map is one extra kernel parameter after the common argument list: `const __grid_constant__
 // TmaMap k_map` (CUtensorMap's 128 opaque bytes, 64-byte aligned in the kernel-argument buffer), encoded on the
 // host by cuTensorMapEncodeTiled over K as a 2-D uint8 tensor {D, N} with box {D, 64}; tokens past N arrive as
-// zeros (their logits are never stored).
+// zeros (their logits are never stored). "tmas" takes a second one after it, `q_map`: Q as {D, M * H} with box
+// {D, 128}, one consumer's Q per box (v19).
 //
 // Block = 5 warpgroups, one block per SM (__launch_bounds__(640, 1)):
 //   * warpgroup 0: warp 0 lane 0 = the TMA producer over a TMA_STAGES-deep ring; warps 1-3 = the fused -inf
 //     fill of [0, lo) and [hi, N). setmaxnreg.dec to 32.
 //   * warpgroups 1-4: consumers (setmaxnreg.inc to 112). Consumer c owns rows [c*BM/4, (c+1)*BM/4) of the block,
-//     wgmma N = 128 (= BM/4 * H), its Q in shared memory in the same swizzled layout (written by ordinary stores
-//     once per block, then fence.proxy.async). Per tile: wait full, 4 (D=128) SS wgmmas, wait, release the stage
+//     wgmma N = 128 (= BM/4 * H), its Q in shared memory in the same swizzled layout ("tmas": one TMA box of Q's
+//     map per consumer, waited on by the consumers only; the experiment forms: cp.async by every thread before
+//     the block meets, then fence.proxy.async). Per tile: wait full, 4 (D=128) SS wgmmas, wait, release the stage
 //     (one arrive per warp), exact f32 epilogue as "wg"/"wss". Weights in registers ("tma", as DeepGEMM's math
 //     warpgroups hold them) or in shared memory ("tmas", if the former spills).
 //   * LEAN (v9, "tmas"; "tmas8" keeps v8's loop): the consumer's per-tile instruction stream cut without touching

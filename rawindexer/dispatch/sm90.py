@@ -26,7 +26,8 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
 * ``tmas`` -- (docs/PERFORMANCE.md v8) ``wss``'s structure with the K ring filled by one TMA tensor copy per 64-token
   tile (128-byte swizzle): one block per SM of 5 warpgroups, one producer lane, four consumer warpgroups (N = 128
   each) with both wgmma operands in shared memory, weights in shared memory; the kernel takes K's CUtensorMap after
-  the common arguments (dispatch/sm90_tensor_map.py encodes it per K pointer); ``tma`` -- the same with the weights
+  the common arguments, and Q's after K's (v19: Q's four boxes waited on by the consumers only;
+  dispatch/sm90_tensor_map.py encodes both, the launch path per (K, Q) pointer pair); ``tma`` -- the same with the weights
   in registers (spills; experiment, ``bench/race_sm90.py --build``)
 * ``tmasb2`` -- (docs/PERFORMANCE.md v10) ``tmas``'s loop on a balanced persistent schedule each block computes from
   the windows on the device (grid = one block per SM, equal shares of all row blocks' tiles;
@@ -42,8 +43,9 @@ Instances come from the manifest's "sm_90a" target (``build.py --target sm_90a``
   so a long causal row block and its short partner balance within the block and no warpgroup walks a long row alone
 * ``tmaq`` -- (session 11, docs/PERFORMANCE.md v17) ``tmas``'s consumer loop with the four consumers sharing one row
   block of 128 / H rows and dealing its K tiles by ring position (DeepGEMM's decomposition): a persistent grid of
-  min(SMs, row blocks) blocks walking row blocks in snake order, the next row block's Q staged by two loader warps
-  while the current one runs (:meth:`Sm90Family._plan_q_shared`, host model in dispatch/sm90_qshared.py)
+  min(SMs, row blocks) blocks walking row blocks in snake order, the next row block staged by two loader warps
+  while the current one runs, its Q as one TMA box of Q's own tensor map (v19) (:meth:`Sm90Family._plan_q_shared`,
+  host model in dispatch/sm90_qshared.py)
 * ``auto`` (the default) -- AUTO_QSHARED = ``tmaq`` for short rows (:func:`qshared_wins`), else ``tmas`` for
   N >= AUTO_TMAS_MIN_N when the caller fixes no block_m / num_warps (AUTO_BALANCED = ``tmasb4`` where
   :func:`balanced_wins`), else ``wg`` (AUTO_PAIRED = ``wgpr`` where :func:`paired_wins`)
