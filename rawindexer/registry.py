@@ -164,7 +164,9 @@ def _sm90(name: str, summary: str, *, tile_tokens: int = 64, consumers: int | No
           k_tensor_map: bool = False, balanced: bool = False, q_prefetch: bool = False,
           paired_rows: bool = False, q_shared: bool = False, q_tensor_map: bool = False) -> Design:
     params = {"tile_tokens": tile_tokens}
-    if q_tensor_map:  # a CUtensorMap of Q ([M * H, D] rows, box 128 rows) after K's ("tmaq", v19)
+    if q_tensor_map:  # a CUtensorMap of Q ([M * H, D] rows, box 128 rows) after K's ("tmas", "tmaq", v19)
+        if not k_tensor_map:
+            raise ValueError(f"design {name!r}: Q's tensor map follows K's (q_tensor_map needs k_tensor_map)")
         params["q_tensor_map"] = True
     if q_shared:  # persistent: one block per SM, its consumers share one row block's Q and deal its tiles (v17)
         params["q_shared"] = True

@@ -375,12 +375,9 @@ class Sm90Family(KernelFamily):
             kernargs = sm90_tensor_map.pack_tensor_map_kernargs(kernargs, map_slot, pointers.k, p.N, p.head_dim)
             config["k_tensor_map"] = {"slot": dict(map_slot), "n": p.N, "head_dim": p.head_dim}
         q_slot = sm90_tensor_map.k_map_slot(entry["args"], sm90_tensor_map.Q_MAP_ARG)
-        if q_slot is not None:  # "tmaq" (v19): Q's map too, encoded for pointers.q; launch_path re-encodes per Q
-            buf = bytearray(kernargs)
-            buf[q_slot["offset"]:q_slot["offset"] + q_slot["size"]] = sm90_tensor_map.encode_q(
-                pointers.q, p.M * p.heads, p.head_dim)
-            kernargs = bytes(buf)
+        if q_slot is not None:  # "tmas", "tmaq" (v19): Q's map too, for pointers.q; launch_path re-encodes per Q
             config["q_tensor_map"] = {"slot": dict(q_slot), "rows": p.M * p.heads, "head_dim": p.head_dim}
+            kernargs = sm90_tensor_map.pack_q_map_kernargs(kernargs, config["q_tensor_map"], pointers.q)
         return LaunchPlan(
             symbol=symbol,
             grid=(row_blocks, split_n, 1),

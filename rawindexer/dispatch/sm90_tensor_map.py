@@ -13,9 +13,10 @@ aligned). The map holds K's address, so a plan's kernargs are only right for the
 * :class:`PerKPointerLaunch` is the prepared launch of such a template: one backend-bound launch per distinct K
   pointer (the map re-encoded only when the K pointer changes; a serving loop over one K buffer encodes once).
 
-"tmaq" (kernels/sm90/prefill_tma_qshared.cuh, v19) takes a second map, of Q viewed as [M * H, D] rows with a box of
-one row block (128 rows), in its ``q_map`` slot: :func:`encode_q`, recorded in ``config["q_tensor_map"]``; its
-prepared launch is bound per distinct (K, Q) pointer pair.
+"tmas" and "tmaq" (kernels/sm90/prefill_tma.cuh, prefill_tma_qshared.cuh; v19) take a second map, of Q viewed as
+[M * H, D] rows with a box of 128 rows (one consumer's Q, or one "tmaq" row block), in their ``q_map`` slot:
+:func:`encode_q` / :func:`pack_q_map_kernargs`, recorded in ``config["q_tensor_map"]``; their prepared launch is
+bound per distinct (K, Q) pointer pair.
 
 Encoding is ``cuTensorMapEncodeTiled`` (driver API, host-only, no device work) through cuda-bindings, cached by
 (pointer, rows, D, block_size, box rows); :data:`encoder` can be replaced (tests use a fake driver without it); it is
@@ -71,8 +72,8 @@ def q_shared_mem(block_m: int, heads: int, head_dim: int) -> int:
 def map_geometry(n: int, head_dim: int, block_size: int = 0,
                  box_rows: int = TMA_TILE) -> tuple[list[int], list[int], list[int]]:
     """(dims, byte strides of dims 1.., box) of the uint8 map, innermost first. block_size 0: n rows of head_dim
-    bytes (prefill's K [n, D], or "tmaq"'s Q as [M * H, D]), box {D, box_rows}. block_size > 0: the paged cache of ``n`` blocks of ``block_size * (D + 4)`` bytes, its key
-    bytes [block_size, D] first: dims {D, block_size, n}, strides {D, block_size * (D + 4)}, box {D, block_size, 1}
+    bytes (prefill's K [n, D], or Q as [M * H, D]), box {D, box_rows}. block_size > 0: the paged cache of ``n``
+    blocks of ``block_size * (D + 4)`` bytes, its key bytes [block_size, D] first: dims {D, block_size, n}, strides {D, block_size * (D + 4)}, box {D, block_size, 1}
     (one whole block; block_size must be TMA_TILE = the kernel's tile)."""
     if not block_size:
         return [head_dim, n], [head_dim], [head_dim, box_rows]
@@ -127,13 +128,13 @@ def encode(k_ptr: int, n: int, head_dim: int, block_size: int = 0) -> bytes:
     return data
 
 
-#: "tmaq" (v19): Q's map argument, and its box (one row block: BQ * H = 128 rows of Q as [M * H, D])
+#: "tmas" / "tmaq" (v19): Q's map argument, and its box (128 rows of Q as [M * H, D]: one consumer's wgmma N)
 Q_MAP_ARG = "q_map"
 Q_MAP_BOX_ROWS = 128
 
 
 def encode_q(q_ptr: int, rows: int, head_dim: int) -> bytes:
-    """The map of Q viewed as ``rows`` = M * H rows of head_dim bytes, box Q_MAP_BOX_ROWS rows ("tmaq")."""
+    """The map of Q viewed as ``rows`` = M * H rows of head_dim bytes, box Q_MAP_BOX_ROWS rows."""
     if q_ptr % 16 or head_dim not in (64, 128):
         raise ValueError(f"q: the Q tensor map needs Q 16-byte aligned and head_dim 64 or 128, got "
                          f"q % 16 = {q_ptr % 16}, head_dim = {head_dim}")
@@ -141,6 +142,17 @@ def encode_q(q_ptr: int, rows: int, head_dim: int) -> bytes:
     if len(data) != K_MAP_BYTES:
         raise RuntimeError(f"tensor map encoder returned {len(data)} bytes, expected {K_MAP_BYTES}")
     return data
+
+
+def pack_q_map_kernargs(kernargs: bytes, q_map: dict, q_ptr: int) -> bytes:
+    """``kernargs`` with the map of Q at ``q_ptr`` written into ``q_map["slot"]`` (q_map: {slot, rows, head_dim},
+    the plan's ``config["q_tensor_map"]``)."""
+    slot = q_map["slot"]
+    if slot["size"] != K_MAP_BYTES or slot["offset"] + K_MAP_BYTES > len(kernargs):
+        raise RuntimeError(f"q_map slot {slot} does not fit a {K_MAP_BYTES}-byte map in {len(kernargs)} bytes")
+    buf = bytearray(kernargs)
+    buf[slot["offset"]:slot["offset"] + K_MAP_BYTES] = encode_q(q_ptr, q_map["rows"], q_map["head_dim"])
+    return bytes(buf)
 
 
 def pack_tensor_map_kernargs(kernargs: bytes, slot: dict, k_ptr: int, n: int, head_dim: int,
@@ -156,7 +168,7 @@ def pack_tensor_map_kernargs(kernargs: bytes, slot: dict, k_ptr: int, n: int, he
 class PerKPointerLaunch:
     """The prepared launch ``go(stream, *pointers)`` of a template whose kernargs hold K's tensor map: one launch
     bound by ``bind(kernargs)`` per distinct K pointer, each with the map of that pointer in its kernargs. With
-    ``q_map`` ({slot, rows, head_dim}: "tmaq") the kernargs hold Q's map too, and a launch is bound per distinct
+    ``q_map`` ({slot, rows, head_dim}: "tmas", "tmaq") the kernargs hold Q's map too, and a launch is bound per distinct
     (K, Q) pointer pair."""
 
     __slots__ = ("_bind", "_kernargs", "_slot", "_n", "_head_dim", "_block_size", "_q_map", "_bound", "_lock")
@@ -182,15 +194,15 @@ class PerKPointerLaunch:
         go(stream, *pointers)
 
     def _kernargs_for(self, pointers: tuple) -> bytes:
-        for name, index in (("k", K_POINTER_INDEX), ("q", Q_POINTER_INDEX)):
-            if not isinstance(pointers[index], int):
-                raise struct.error(f"{name}: expected an int address, got {type(pointers[index]).__name__}")
-        kernargs = pack_tensor_map_kernargs(self._kernargs, self._slot, pointers[K_POINTER_INDEX], self._n,
-                                            self._head_dim, self._block_size)
+        kernargs = pack_tensor_map_kernargs(self._kernargs, self._slot, _address("k", pointers[K_POINTER_INDEX]),
+                                            self._n, self._head_dim, self._block_size)
         if self._q_map is None:
             return kernargs
-        slot = self._q_map["slot"]
-        buf = bytearray(kernargs)
-        buf[slot["offset"]:slot["offset"] + K_MAP_BYTES] = encode_q(pointers[Q_POINTER_INDEX], self._q_map["rows"],
-                                                                  self._q_map["head_dim"])
-        return bytes(buf)
+        return pack_q_map_kernargs(kernargs, self._q_map, _address("q", pointers[Q_POINTER_INDEX]))
+
+
+def _address(name: str, value: Any) -> int:
+    """A pointer argument of a launch, which must be an int (the bound launch packs it as one)."""
+    if not isinstance(value, int):
+        raise struct.error(f"{name}: expected an int address, got {type(value).__name__}")
+    return value
