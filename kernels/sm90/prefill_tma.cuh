@@ -315,8 +315,9 @@ __device__ __forceinline__ void fp8_mqa_logits_tma_body(const u8* __restrict__ q
   const int wgi = LEAN ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4, wq = warp % 4;
   const int gid = lane >> 2, tig = lane & 3;
 
-  // Q staging by cp.async (the experiment forms; "tmas" takes Q by TMA, QMAP below). Q (and the weights) of the block go to shared memory as cp.async copies, all of
-  // them in flight at once and issued before the windows are read (they need only the row block); the wait comes
+  // Q staging by cp.async (the experiment forms; "tmas" takes Q by TMA, QMAP below). Q (and the weights) of the
+  // block go to shared memory as cp.async copies, all of them in flight at once and issued before the windows are
+  // read (they need only the row block); the wait comes
   // just before the ring's barrier. A rolled LDG -> STS loop waited one memory latency per trip: ncu put 13% of the
   // stall samples of 4096^2 multi_req H = 32 on its stores (docs/PERFORMANCE.md v13). Consumer c's Q = rows
   // [c * BMW, (c + 1) * BMW), column n = (row - c * BMW) * H + head, natural depth order: the block's Q is the
