@@ -16,7 +16,8 @@ timing (host included; rawindexer.bench.time_loop, the prefill bench's (a): CUDA
 device time, median of 5): what a serving loop that does not replay a graph meets; it reads ~ "ours us" when the host
 path hides behind the kernel. "diff" = calc_diff(ours, DeepGEMM) over the valid columns (both from the same
 inputs). --ragged: each case's context lengths drawn uniformly from [context / 16, context] (seeded per case, the
-same for both kernels), as a serving batch mixes them; the byte counts are then those of the drawn lengths. --batches, --contexts, --next-n and --heads narrow or widen the grid (next_n up to 4, H 128).
+same for both kernels), as a serving batch mixes them; the byte counts are then those of the drawn lengths.
+--batches, --contexts, --next-n and --heads narrow or widen the grid (next_n up to 4, H 128).
 """
 from __future__ import annotations
 

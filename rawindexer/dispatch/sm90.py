@@ -415,9 +415,9 @@ class Sm90Family(KernelFamily):
         shared_mem = (consumers * nq * p.head_dim + WS_STAGES * TILE_TOKENS[self.design] * p.head_dim
                       + consumers * nq * 4)
         params = registry.SM90_DESIGNS[self.design].params
-        if params.get("k_tensor_map"):  # (a Q map: one more mbarrier, "Q full")
-            shared_mem = (sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers)
-                          + 8 * bool(params.get("q_tensor_map")))
+        if params.get("k_tensor_map"):
+            shared_mem = sm90_tensor_map.shared_mem(block_m, p.heads, p.head_dim, consumers,
+                                                    q_map=bool(params.get("q_tensor_map")))
         return self._launch_plan(symbol, p, t, pointers, block_m, row_blocks, split_n, warps, shared_mem)
 
     def _plan_q_shared(self, p: Problem, t: Tunables, pointers: Pointers, cus: int, symbol: str, block_m: int,

@@ -48,12 +48,13 @@ PAGED_SCALE_BYTES = 4
 MAX_BOUND_K_POINTERS = 64
 
 
-def shared_mem(block_m: int, heads: int, head_dim: int, consumers: int) -> int:
-    """Dynamic shared memory of one block: Q, the K ring, weights, windows, mbarriers and the alignment slack
-    (the kernel aligns its buffers to TMA_SMEM_ALIGN itself)."""
+def shared_mem(block_m: int, heads: int, head_dim: int, consumers: int, q_map: bool = False) -> int:
+    """Dynamic shared memory of one block: Q, the K ring, weights, windows, mbarriers (with ``q_map``: one more,
+    "Q full" of Q's TMA boxes, v19) and the alignment slack (the kernel aligns its buffers to TMA_SMEM_ALIGN
+    itself)."""
     nq = block_m // consumers * heads
     return (consumers * nq * head_dim + TMA_STAGES * TMA_TILE * head_dim + consumers * nq * 4 + block_m * 8
-            + 2 * TMA_STAGES * 8 + TMA_SMEM_ALIGN)
+            + (2 * TMA_STAGES + q_map) * 8 + TMA_SMEM_ALIGN)
 
 
 #: "tmaq" (kernels/sm90/prefill_tma_qshared.cuh): Q / weights / windows buffers (two mbarriers each), K ring depth

@@ -108,7 +108,7 @@ def maps_per_pointer() -> list[tuple[bool, str]]:
     for heads in (64, 32):
         shape = (TMAQ_SHAPE[0], TMAQ_SHAPE[1], heads, TMAQ_SHAPE[3])
         sets = {name: _fresh(500 + 10 * heads + i, shape) for i, name in enumerate("ABC")}
-        q, k, kv_scale, weights, ks, ke = sets["A"]
+        ks, ke = sets["A"][4:]
         out = torch.full((shape[0], shape[1]), float("nan"), device="cuda", dtype=torch.float32)
         template = rawindexer.launch(*(t.data_ptr() for t in (*sets["A"], out)), M=shape[0], N=shape[1],
                                      num_heads=heads, head_dim=shape[3], stream=torch.cuda.current_stream().cuda_stream,
